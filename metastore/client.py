@@ -1,0 +1,285 @@
+"""A context-managed Hive Metastore client over ``hmsclient`` + ``thrift``.
+
+Why a wrapper and not ``hmsclient.HMSClient`` directly:
+
+* **Timeouts.** A bare ``TSocket`` waits forever on a metastore that accepted the connection but hangs; we set a
+  connect timeout and a per-call socket timeout.
+* **Retries only where they are safe.** A call is retried (after reconnecting, with bounded exponential backoff)
+  only if repeating it cannot change the outcome: reads, and writes that are idempotent by construction
+  (``add_partitions`` with ``ifNotExists``, ``alter_table`` with a complete table object). ``create_table`` and
+  ``drop_table`` are not retried: after a dropped connection we cannot know whether they ran; the error says so.
+* **Errors that say what happened.** Thrift's exceptions become :mod:`storage_handler.errors` classes whose
+  messages name the object (database / table) and the metastore URI.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
+
+from storage_handler.errors import (
+    AlreadyExistsError,
+    ConfigurationError,
+    MetastoreError,
+    MetastoreUnavailableError,
+    NoSuchObjectError,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_TRANSPORT_ERRORS = (TTransport.TTransportException, OSError, EOFError, socket.timeout)
+
+
+@dataclass(frozen=True, slots=True)
+class MetastoreAddress:
+    host: str
+    port: int
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://{self.host}:{self.port}"
+
+
+def parse_metastore_uri(uri: str) -> MetastoreAddress:
+    """Parse ``thrift://host:port`` (the form ``hive.metastore.uris`` uses; only the first URI of a list is used)."""
+    first = uri.split(",")[0].strip()
+    parsed = urlparse(first)
+    if parsed.scheme != "thrift" or not parsed.hostname or not parsed.port:
+        raise ConfigurationError(
+            f"metastore URI {uri!r} is not of the form thrift://host:port (e.g. thrift://127.0.0.1:9083)"
+        )
+    return MetastoreAddress(parsed.hostname, parsed.port)
+
+
+class MetastoreClient:
+    """One connection to one metastore. Use as a context manager; calls reconnect on demand."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        connect_timeout: float = 5.0,
+        socket_timeout: float = 120.0,
+        retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+    ) -> None:
+        self.address = parse_metastore_uri(uri)
+        self.uri = self.address.uri
+        self.connect_timeout = connect_timeout
+        self.socket_timeout = socket_timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._transport: TTransport.TTransportBase | None = None
+        self._client: ThriftHiveMetastore.Client | None = None
+
+    # ------------------------------------------------------------------ connection
+    def __enter__(self) -> MetastoreClient:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        if self._client is not None:
+            return
+        sock = TSocket.TSocket(self.address.host, self.address.port)
+        sock.setTimeout(int(self.connect_timeout * 1000))
+        transport = TTransport.TBufferedTransport(sock)
+        try:
+            transport.open()
+        except _TRANSPORT_ERRORS as e:
+            raise MetastoreUnavailableError(
+                f"cannot reach the Hive Metastore at {self.uri} ({_reason(e)}); start the embedded one with "
+                "`hsh metastore start`, or pass --metastore / set HSH_METASTORE_URI to a running metastore"
+            ) from e
+        sock.setTimeout(int(self.socket_timeout * 1000))
+        self._transport = transport
+        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+
+    def close(self) -> None:
+        if self._transport is not None:
+            try:
+                self._transport.close()
+            except _TRANSPORT_ERRORS:  # closing a dead socket is not an error worth reporting
+                pass
+        self._transport = None
+        self._client = None
+
+    def _call(self, subject: str, fn: Callable[[ThriftHiveMetastore.Client], T], *, idempotent: bool) -> T:
+        """Run ``fn(thrift_client)``; translate errors; reconnect and retry transport failures if idempotent."""
+        attempt = 0
+        while True:
+            try:
+                self.open()
+                assert self._client is not None
+                return fn(self._client)
+            except hms.NoSuchObjectException as e:
+                raise NoSuchObjectError(f"{subject} does not exist in the metastore at {self.uri}") from e
+            except hms.AlreadyExistsException as e:
+                raise AlreadyExistsError(f"{subject} already exists in the metastore at {self.uri}") from e
+            except (hms.MetaException, hms.InvalidObjectException, hms.InvalidOperationException) as e:
+                raise MetastoreError(
+                    f"the metastore at {self.uri} refused the call for {subject}: {getattr(e, 'message', e)}"
+                ) from e
+            except TApplicationException as e:
+                raise MetastoreError(
+                    f"the metastore at {self.uri} failed on {subject}: {e.message or e} "
+                    "(is it a Hive 2.x/3.x/4.x metastore speaking the binary Thrift protocol?)"
+                ) from e
+            except _TRANSPORT_ERRORS as e:
+                self.close()
+                if not idempotent or attempt >= self.retries:
+                    hint = "" if idempotent else "; the call may or may not have been applied, re-running the command is safe"
+                    raise MetastoreUnavailableError(
+                        f"lost the connection to the Hive Metastore at {self.uri} during {subject} "
+                        f"({_reason(e)}) after {attempt + 1} attempt(s){hint}"
+                    ) from e
+                delay = min(self.max_backoff, self.backoff * (2**attempt))
+                log.warning("metastore %s: %s during %s; retrying in %.1fs", self.uri, _reason(e), subject, delay)
+                time.sleep(delay)
+                attempt += 1
+
+    # ------------------------------------------------------------------ databases
+    def get_all_databases(self) -> list[str]:
+        return self._call("the database list", lambda c: c.get_all_databases(), idempotent=True)
+
+    def get_database(self, name: str) -> hms.Database:
+        return self._call(f"database {name!r}", lambda c: c.get_database(name), idempotent=True)
+
+    def database_exists(self, name: str) -> bool:
+        try:
+            self.get_database(name)
+        except NoSuchObjectError:
+            return False
+        return True
+
+    def create_database(self, name: str, *, location: str | None = None, description: str = "") -> None:
+        db = hms.Database(name=name, description=description, locationUri=location, parameters={})
+        self._call(f"database {name!r}", lambda c: c.create_database(db), idempotent=False)
+
+    def ensure_database(self, name: str) -> bool:
+        """Create the database unless it exists; returns True if it was created. Safe against a racing creator."""
+        if self.database_exists(name):
+            return False
+        try:
+            self.create_database(name)
+        except AlreadyExistsError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ tables
+    def get_table(self, db: str, table: str) -> hms.Table:
+        return self._call(f"table {db}.{table}", lambda c: c.get_table(db, table), idempotent=True)
+
+    def table_exists(self, db: str, table: str) -> bool:
+        try:
+            self.get_table(db, table)
+        except NoSuchObjectError:
+            return False
+        return True
+
+    def get_tables(self, db: str, pattern: str = "*") -> list[str]:
+        return self._call(f"tables of database {db!r}", lambda c: c.get_tables(db, pattern), idempotent=True)
+
+    def create_table(self, table: hms.Table) -> None:
+        self._call(f"table {table.dbName}.{table.tableName}", lambda c: c.create_table(table), idempotent=False)
+
+    def alter_table(self, table: hms.Table) -> None:
+        """Replace the table's definition. Idempotent: the same full object twice gives the same table."""
+        self._call(
+            f"table {table.dbName}.{table.tableName}",
+            lambda c: c.alter_table(table.dbName, table.tableName, table),
+            idempotent=True,
+        )
+
+    def drop_table(self, db: str, table: str, *, delete_data: bool = False) -> None:
+        self._call(f"table {db}.{table}", lambda c: c.drop_table(db, table, delete_data), idempotent=False)
+
+    # ------------------------------------------------------------------ partitions
+    def get_partition_names(self, db: str, table: str) -> list[str]:
+        return self._call(
+            f"partitions of {db}.{table}", lambda c: c.get_partition_names(db, table, -1), idempotent=True
+        )
+
+    def get_partitions(self, db: str, table: str) -> list[hms.Partition]:
+        return self._call(f"partitions of {db}.{table}", lambda c: c.get_partitions(db, table, -1), idempotent=True)
+
+    def add_partitions(self, db: str, table: str, partitions: Sequence[hms.Partition]) -> None:
+        """Add partitions that do not exist yet (``ifNotExists``): idempotent, so safely retried."""
+        request = hms.AddPartitionsRequest(
+            dbName=db, tblName=table, parts=list(partitions), ifNotExists=True, needResult=False
+        )
+        self._call(f"partitions of {db}.{table}", lambda c: c.add_partitions_req(request), idempotent=True)
+
+    def drop_partitions(self, db: str, table: str, names: Sequence[str]) -> None:
+        """Drop partitions by name (``k=v/k2=v2``); missing ones are ignored, so the call is idempotent."""
+        request = hms.DropPartitionsRequest(
+            dbName=db, tblName=table, parts=hms.RequestPartsSpec(names=list(names)), deleteData=False,
+            ifExists=True, needResult=False,
+        )
+        self._call(f"partitions of {db}.{table}", lambda c: c.drop_partitions_req(request), idempotent=True)
+
+    # ------------------------------------------------------------------ locks
+    @contextmanager
+    def table_lock(self, db: str, table: str, *, user: str = "hsh", wait: float = 60.0) -> Iterator[bool]:
+        """Hold an exclusive HMS lock on the table; yields False if the metastore has no lock support."""
+        component = hms.LockComponent(
+            type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE, dbname=db, tablename=table
+        )
+        request = hms.LockRequest(component=[component], user=user, hostname=socket.gethostname())
+        try:
+            response = self._call(f"lock on {db}.{table}", lambda c: c.lock(request), idempotent=False)
+        except MetastoreError as e:
+            if isinstance(e, MetastoreUnavailableError):
+                raise
+            log.info("metastore %s has no usable lock API (%s); relying on optimistic checks", self.uri, e)
+            yield False
+            return
+        lock_id = response.lockid
+        deadline = time.monotonic() + wait
+        state = response.state
+        while state == hms.LockState.WAITING:
+            if time.monotonic() > deadline:
+                self._unlock(lock_id, db, table)
+                raise MetastoreError(f"timed out after {wait:.0f}s waiting for the lock on {db}.{table} at {self.uri}")
+            time.sleep(0.2)
+            state = self._call(
+                f"lock on {db}.{table}", lambda c: c.check_lock(hms.CheckLockRequest(lockid=lock_id)), idempotent=True
+            ).state
+        if state != hms.LockState.ACQUIRED:
+            raise MetastoreError(f"the metastore at {self.uri} did not grant the lock on {db}.{table} (state {state})")
+        try:
+            yield True
+        finally:
+            self._unlock(lock_id, db, table)
+
+    def _unlock(self, lock_id: int, db: str, table: str) -> None:
+        try:
+            self._call(f"lock on {db}.{table}", lambda c: c.unlock(hms.UnlockRequest(lockid=lock_id)), idempotent=True)
+        except MetastoreError as e:  # the lock times out on the server; never mask the caller's own error
+            log.warning("could not release the metastore lock %s on %s.%s: %s", lock_id, db, table, e)
+
+    def raw(self, subject: str, fn: Callable[[Any], T], *, idempotent: bool) -> T:
+        """Escape hatch for Thrift calls not wrapped above, with the same error translation."""
+        return self._call(subject, fn, idempotent=idempotent)
+
+
+def _reason(e: BaseException) -> str:
+    text = getattr(e, "message", None) or str(e) or type(e).__name__
+    return str(text).strip()

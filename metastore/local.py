@@ -1,0 +1,321 @@
+"""The embedded default: a real Hive Metastore and a real HiveServer2 started from the jars in the pyspark wheel.
+
+Both run as background JVMs owned by a state folder (``$HSH_HOME``, default ``~/.local/state/hsh``):
+
+    <state>/metastore/{service.json, metastore.log, metastore_db/}     Derby-backed HMS
+    <state>/thriftserver/{service.json, thriftserver.log}              Spark Thrift Server (HiveServer2)
+    <state>/warehouse/                                                  hive.metastore.warehouse.dir
+
+``service.json`` records the PID, the process start time (so a recycled PID is never mistaken for ours), the port
+and the URI. ``start`` reuses a running, answering service; ``stop`` signals exactly that PID's process group
+(the one ``start`` created), never anything found by name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from storage_handler.errors import JavaNotFoundError, MetastoreUnavailableError, ProcessError
+
+log = logging.getLogger(__name__)
+LOOPBACK = "127.0.0.1"
+
+
+def state_home() -> Path:
+    """The state folder: ``$HSH_HOME`` or ``~/.local/state/hsh``."""
+    return Path(os.environ.get("HSH_HOME") or Path.home() / ".local" / "state" / "hsh").expanduser().resolve()
+
+
+def spark_home() -> Path:
+    """The installed pyspark package folder, which holds ``jars/`` and ``bin/spark-submit``."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def find_java() -> str:
+    """Path of a ``java`` executable ($JAVA_HOME first, then PATH), or a one-line error saying what to install."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise JavaNotFoundError(
+            "Java 17 is required (the metastore and Spark are JVM programs) but no `java` was found on PATH or in "
+            "$JAVA_HOME; install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) and retry"
+        )
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def _port_open(port: int, host: str = LOOPBACK) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _process_start_time(pid: int) -> str | None:
+    """Kernel start time of a process (field 22 of /proc/PID/stat); None if the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceInfo:
+    """What ``service.json`` records about a running embedded service."""
+
+    name: str
+    pid: int
+    port: int
+    uri: str
+    log_path: str
+    started_at: float
+    proc_start: str | None
+
+    def alive(self) -> bool:
+        start = _process_start_time(self.pid)
+        return start is not None and (self.proc_start is None or start == self.proc_start)
+
+
+class LocalService:
+    """A background JVM with a pid file, a log file, a readiness probe and stop-by-PID."""
+
+    name = "service"
+    ready_timeout = 180.0
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = (home or state_home()).resolve()
+        self.folder = self.home / self.name
+        self.info_path = self.folder / "service.json"
+        self.log_path = self.folder / f"{self.name}.log"
+
+    # -- to be provided by subclasses
+    def command(self, port: int) -> list[str]:
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def uri_for(self, port: int) -> str:
+        return f"{LOOPBACK}:{port}"
+
+    def probe(self, port: int) -> bool:
+        return _port_open(port)
+
+    # -- lifecycle
+    def status(self) -> ServiceInfo | None:
+        """The running service, or None (a stale pid file is removed)."""
+        try:
+            info = ServiceInfo(**json.loads(self.info_path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+        if not info.alive():
+            self.info_path.unlink(missing_ok=True)
+            return None
+        return info
+
+    def start(self, port: int | None = None, *, progress: Callable[[str], None] | None = None) -> ServiceInfo:
+        """Start the service, or return the running one if it answers. Blocks until it is ready."""
+        say = progress or (lambda _msg: None)
+        running = self.status()
+        if running is not None:
+            if self.probe(running.port):
+                return running
+            raise ProcessError(
+                f"the embedded {self.name} (pid {running.pid}) is running but does not answer on port "
+                f"{running.port}; see {running.log_path}, or run `hsh {self.name} stop` and start it again"
+            )
+        find_java()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        port = port or free_port()
+        if _port_open(port):
+            raise ProcessError(f"cannot start the embedded {self.name}: port {port} is already in use")
+        say(f"starting the embedded {self.name} on {LOOPBACK}:{port} (log: {self.log_path})")
+        with open(self.log_path, "ab") as log_file:
+            proc = subprocess.Popen(
+                self.command(port), cwd=self.folder, env=self.env(), stdin=subprocess.DEVNULL,
+                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        info = ServiceInfo(
+            name=self.name, pid=proc.pid, port=port, uri=self.uri_for(port), log_path=str(self.log_path),
+            started_at=time.time(), proc_start=_process_start_time(proc.pid),
+        )
+        tmp = self.info_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(info), indent=2))
+        os.replace(tmp, self.info_path)
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self.info_path.unlink(missing_ok=True)
+                raise ProcessError(
+                    f"the embedded {self.name} exited with code {proc.returncode} while starting; "
+                    f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
+                )
+            if self.probe(port):
+                say(f"{self.name} ready at {info.uri} (pid {proc.pid})")
+                return info
+            time.sleep(0.5)
+        self.stop()
+        raise ProcessError(
+            f"the embedded {self.name} did not become ready within {self.ready_timeout:.0f}s; "
+            f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
+        )
+
+    def stop(self, timeout: float = 30.0) -> ServiceInfo | None:
+        """Stop the service started by ``start`` (SIGTERM to its process group, SIGKILL after ``timeout``)."""
+        info = self.status()
+        if info is None:
+            return None
+        _signal_group(info.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while info.alive() and time.monotonic() < deadline:
+            _reap(info.pid)
+            time.sleep(0.2)
+        if info.alive():
+            _signal_group(info.pid, signal.SIGKILL)
+            while info.alive() and time.monotonic() < deadline + 10:
+                _reap(info.pid)
+                time.sleep(0.1)
+        _reap(info.pid)
+        self.info_path.unlink(missing_ok=True)
+        return info
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    """Signal the process group ``start`` created for this PID (start_new_session makes pgid == pid)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        os.kill(pid, sig)
+
+
+def _reap(pid: int) -> None:
+    """Collect a zombie child of this process so it stops looking alive."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+class LocalMetastore(LocalService):
+    """Hive Metastore 2.3.10 (from the wheel's jars), Derby-backed, Thrift on the given port."""
+
+    name = "metastore"
+
+    def command(self, port: int) -> list[str]:
+        db = self.folder / "metastore_db"
+        warehouse = self.home / "warehouse"
+        return [
+            find_java(), "-Xmx1g", "-cp", f"{spark_home() / 'jars'}/*",
+            "-Dhive.async.log.enabled=false",
+            "-Ddatanucleus.schema.autoCreateAll=true",
+            "-Dhive.metastore.schema.verification=false",
+            "-Ddatanucleus.connectionPoolingType=HikariCP",
+            "-Dhive.in.test=true",  # enables the HMS lock API on this Derby-backed metastore
+            f"-Djavax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={db};create=true",
+            f"-Dhive.metastore.warehouse.dir={warehouse}",
+            f"-Dderby.stream.error.file={self.folder / 'derby.log'}",
+            "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port),
+        ]
+
+    def uri_for(self, port: int) -> str:
+        return f"thrift://{LOOPBACK}:{port}"
+
+    def probe(self, port: int) -> bool:
+        """Ready means a real Thrift call answers, not just an open port."""
+        if not _port_open(port):
+            return False
+        from metastore.client import MetastoreClient
+
+        try:
+            with MetastoreClient(self.uri_for(port), connect_timeout=2, socket_timeout=10, retries=0) as client:
+                client.get_all_databases()
+            return True
+        except Exception:  # noqa: BLE001 - any failure here just means "not ready yet"
+            return False
+
+
+class LocalThriftServer(LocalService):
+    """Spark's HiveServer2 (HiveThriftServer2 from the wheel) bound to 127.0.0.1, using a given metastore."""
+
+    name = "thriftserver"
+
+    def __init__(self, metastore_uri: str | None = None, home: Path | None = None) -> None:
+        super().__init__(home)
+        self.metastore_uri = metastore_uri
+
+    def command(self, port: int) -> list[str]:
+        if not self.metastore_uri:
+            raise ProcessError("the Thrift server needs a metastore URI")
+        from storage_handler.spark.config import spark_conf
+
+        conf = spark_conf(self.metastore_uri, warehouse=str(self.home / "warehouse"))
+        args = [str(spark_home() / "bin" / "spark-submit"), "--class",
+                "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2", "--name", "hsh-thriftserver"]
+        for key, value in conf.items():
+            args += ["--conf", f"{key}={value}"]
+        args += [
+            "--hiveconf", f"hive.server2.thrift.port={port}",
+            "--hiveconf", f"hive.server2.thrift.bind.host={LOOPBACK}",
+            "--hiveconf", "hive.server2.transport.mode=binary",
+            "spark-internal",
+        ]
+        return args
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["SPARK_HOME"] = str(spark_home())
+        env["PYSPARK_PYTHON"] = sys.executable  # the data source runs in this interpreter's environment
+        env.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+        env["SPARK_LOG_DIR"] = str(self.folder)
+        env["SPARK_PID_DIR"] = str(self.folder)
+        return env
+
+    def uri_for(self, port: int) -> str:
+        return f"{LOOPBACK}:{port}"
+
+
+def ensure_metastore(progress: Callable[[str], None] | None = None) -> str:
+    """URI of the embedded metastore, starting it if needed."""
+    return LocalMetastore().start(progress=progress).uri
+
+
+def resolve_metastore_uri(option: str | None, progress: Callable[[str], None] | None = None) -> str:
+    """``--metastore`` beats ``$HSH_METASTORE_URI``; otherwise the embedded metastore (started on demand)."""
+    uri = option or os.environ.get("HSH_METASTORE_URI")
+    if uri:
+        return uri
+    try:
+        return ensure_metastore(progress)
+    except ProcessError as e:
+        raise MetastoreUnavailableError(f"no metastore given and the embedded one could not start: {e}") from e
