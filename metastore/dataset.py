@@ -1,0 +1,218 @@
+"""Discover a Parquet dataset on storage: its data files, Hive-style partition folders and unified schema.
+
+Rules (decided here, once):
+
+* Hidden names (starting with ``_`` or ``.``) are skipped at every level, as Hive and Spark skip them; this is
+  also where the statistics index lives.
+* Every data file sits under the same sequence of ``key=value`` folders; a file elsewhere is an error naming it.
+* Partition values are unescaped as Hive escapes them (``%XX``); ``__HIVE_DEFAULT_PARTITION__`` means NULL.
+* Partition column types are inferred: ``int`` if every value fits a 32-bit integer, ``bigint`` if every value is
+  an integer, otherwise ``string`` (dates stay strings, as Hive users usually declare them).
+* The table schema is the union of all file schemas in first-seen order (files missing a column read it as NULL);
+  one column with two types is an error naming both files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from metastore.table_spec import DEFAULT_PARTITION
+from storage_handler.errors import DatasetError, SchemaError
+from storage_handler.types import HiveType, arrow_to_hive
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    path: str  # relative to the dataset root, POSIX separators
+    size: int
+    mtime_ms: int
+    partition_values: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    root: Path
+    location: str  # as registered in the metastore
+    files: tuple[DataFile, ...]
+    columns: tuple[tuple[str, HiveType], ...]
+    partition_keys: tuple[tuple[str, HiveType], ...]
+    arrow_schema: pa.Schema = field(compare=False)
+
+    @property
+    def partitions(self) -> list[tuple[str | None, ...]]:
+        """Distinct partition value tuples, in sorted folder order."""
+        seen: dict[tuple[str | None, ...], None] = {}
+        for f in self.files:
+            seen.setdefault(tuple(v for _, v in f.partition_values), None)
+        return list(seen) if self.partition_keys else []
+
+    def partition_location(self, values: Sequence[str | None]) -> str:
+        return self.location.rstrip("/") + "/" + partition_path(self.partition_keys, values)
+
+
+def unescape_partition_value(text: str) -> str | None:
+    """Hive's ``FileUtils.unescapePathName`` plus the default-partition rule."""
+    if text == DEFAULT_PARTITION:
+        return None
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+_HIVE_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+
+
+def escape_partition_value(value: str | None) -> str:
+    """Hive's ``FileUtils.escapePathName``: the characters Hive escapes become ``%XX``; None is the default partition."""
+    if value is None or value == "":
+        return DEFAULT_PARTITION
+    return "".join(f"%{ord(ch):02X}" if ch in _HIVE_ESCAPED else ch for ch in value)
+
+
+def partition_path(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | None]) -> str:
+    return "/".join(f"{k}={escape_partition_value(v)}" for (k, _), v in zip(keys, values, strict=True))
+
+
+def local_root(path: str) -> Path:
+    """The local folder for ``path`` (a plain path or a ``file:`` URI)."""
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file"):
+        raise DatasetError(
+            f"{path!r}: only local paths and file: URIs can be scanned here; use --location to register a "
+            "different URI for the same files"
+        )
+    return Path(parsed.path if parsed.scheme else path).expanduser().resolve()
+
+
+def list_files(root: Path) -> list[DataFile]:
+    """Every visible file under ``root`` with its Hive partition values, sorted by path."""
+    if not root.exists():
+        raise DatasetError(f"dataset path {root} does not exist")
+    if not root.is_dir():
+        raise DatasetError(f"dataset path {root} is not a folder; register the folder that holds the Parquet files")
+    found: list[DataFile] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+        rel_dir = Path(dirpath).relative_to(root)
+        for name in sorted(filenames):
+            if name.startswith(("_", ".")):
+                continue
+            full = Path(dirpath) / name
+            st = full.stat()
+            rel = (rel_dir / name).as_posix()
+            found.append(DataFile(rel, st.st_size, st.st_mtime_ns // 1_000_000, _partition_values(rel)))
+    return found
+
+
+def _partition_values(rel: str) -> tuple[tuple[str, str | None], ...]:
+    values = []
+    for segment in rel.split("/")[:-1]:
+        key, eq, raw = segment.partition("=")
+        if not eq or not key:
+            raise DatasetError(
+                f"file {rel!r} is inside folder {segment!r}, which is not a Hive partition folder (key=value); "
+                "move the file or rename the folder to start with '_' to have it ignored"
+            )
+        values.append((key.lower(), unescape_partition_value(raw)))
+    return tuple(values)
+
+
+def infer_partition_type(values: Sequence[str | None]) -> HiveType:
+    present = [v for v in values if v is not None]
+    if present and all(re.fullmatch(r"[+-]?\d+", v) for v in present):
+        ints = [int(v) for v in present]
+        if all(_INT32[0] <= i <= _INT32[1] for i in ints):
+            return HiveType("int")
+        if all(_INT64[0] <= i <= _INT64[1] for i in ints):
+            return HiveType("bigint")
+    return HiveType("string")
+
+
+def read_schemas(root: Path, files: Sequence[DataFile], workers: int = 8) -> list[pa.Schema]:
+    def read(f: DataFile) -> pa.Schema:
+        try:
+            return pq.read_schema(root / f.path)
+        except (pa.ArrowException, OSError) as e:
+            raise DatasetError(
+                f"{root / f.path} is not a readable Parquet file ({e}); remove it, or rename it to start with "
+                "'_' or '.' so readers ignore it"
+            ) from e
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(read, files))
+
+
+def unify_schemas(root: Path, files: Sequence[DataFile], schemas: Sequence[pa.Schema]) -> pa.Schema:
+    fields: dict[str, tuple[pa.Field, str]] = {}
+    for f, schema in zip(files, schemas, strict=True):
+        for fld in schema:
+            key = fld.name.lower()
+            if key not in fields:
+                fields[key] = (fld, f.path)
+                continue
+            first, first_file = fields[key]
+            if not _compatible(first.type, fld.type):
+                raise SchemaError(
+                    f"column {fld.name!r} has type {first.type} in {root / first_file} but {fld.type} in "
+                    f"{root / f.path}; rewrite one of the files so the types agree (nothing was registered)"
+                )
+    return pa.schema([fld.with_name(name) for name, (fld, _) in fields.items()])
+
+
+def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
+    if a.equals(b):
+        return True
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return True  # units differ between writers; all map to Hive timestamp and the index normalises them
+    try:
+        return str(arrow_to_hive(a)) == str(arrow_to_hive(b))
+    except SchemaError:
+        return False
+
+
+def discover(path: str, *, location: str | None = None,
+             progress: Callable[[str], None] | None = None) -> Dataset:
+    """Scan ``path`` and describe it as a Hive table would see it."""
+    say = progress or (lambda _m: None)
+    root = local_root(path)
+    files = list_files(root)
+    if not files:
+        raise DatasetError(f"no data files under {root} (hidden names starting with '_' or '.' are ignored)")
+    key_names = [k for k, _ in files[0].partition_values]
+    for f in files:
+        if [k for k, _ in f.partition_values] != key_names:
+            raise DatasetError(
+                f"partition folders disagree: {files[0].path!r} has keys {key_names} but {f.path!r} has "
+                f"{[k for k, _ in f.partition_values]}; every file must sit under the same key=value levels"
+            )
+    say(f"found {len(files)} files under {root}; reading their Parquet schemas")
+    arrow_schema = unify_schemas(root, files, read_schemas(root, files))
+    clash = set(key_names) & {n.lower() for n in arrow_schema.names}
+    if clash:
+        raise SchemaError(
+            f"column(s) {sorted(clash)} appear both as partition folders and inside the files under {root}; "
+            "Hive cannot have a data column and a partition column with the same name"
+        )
+    columns = tuple((fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow_schema)
+    keys = tuple(
+        (k, infer_partition_type([f.partition_values[i][1] for f in files])) for i, k in enumerate(key_names)
+    )
+    return Dataset(
+        root=root,
+        location=location or f"file:{root}",
+        files=tuple(files),
+        columns=columns,
+        partition_keys=keys,
+        arrow_schema=arrow_schema,
+    )

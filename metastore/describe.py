@@ -1,0 +1,28 @@
+"""What ``hsh describe`` shows about a registered table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metastore.client import MetastoreClient
+from metastore.table_spec import PARAM_PREFIX, TableName, table_columns, table_partition_keys
+
+
+def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
+    table = client.get_table(name.database, name.table)
+    keys = table_partition_keys(table)
+    partitions = len(client.get_partition_names(name.database, name.table)) if keys else 0
+    params = table.parameters or {}
+    return {
+        "table": str(name),
+        "type": table.tableType,
+        "owner": table.owner,
+        "location": table.sd.location,
+        "input_format": table.sd.inputFormat,
+        "serde": table.sd.serdeInfo.serializationLib if table.sd.serdeInfo else None,
+        "columns": [{"name": n, "type": t} for n, t in table_columns(table)],
+        "partition_keys": [{"name": n, "type": t} for n, t in keys],
+        "partitions": partitions,
+        "handler": params.get(f"{PARAM_PREFIX}storage_handler"),
+        "handler_parameters": {k: v for k, v in sorted(params.items()) if k.startswith(PARAM_PREFIX)},
+    }

@@ -1,0 +1,145 @@
+"""``hsh register``: put a Parquet dataset into the Hive Metastore as an external Parquet table.
+
+The work is split into a *plan* (pure: what the dataset looks like and what the metastore lacks) and *apply*
+(the metastore calls). ``--dry-run`` prints the plan and stops, so it can never change anything. Re-running is
+idempotent: an existing table with the same schema is kept and only missing partitions are added, in batches, with
+``ifNotExists`` so a retry after a dropped connection cannot fail on partitions that did get in.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from metastore.client import MetastoreClient
+from metastore.dataset import Dataset, discover, partition_path
+from metastore.table_spec import (
+    TableName,
+    build_partition,
+    build_table,
+    table_columns,
+    table_partition_keys,
+)
+from storage_handler.errors import SchemaError
+
+DEFAULT_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationPlan:
+    name: TableName
+    dataset: Dataset
+    create_database: bool
+    create_table: bool
+    missing_partitions: tuple[tuple[str | None, ...], ...]
+    owner: str
+    table_properties: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-friendly description (what ``--json`` and ``--dry-run`` print)."""
+        ds = self.dataset
+        return {
+            "table": str(self.name),
+            "location": ds.location,
+            "files": len(ds.files),
+            "bytes": sum(f.size for f in ds.files),
+            "columns": [{"name": n, "type": str(t)} for n, t in ds.columns],
+            "partition_keys": [{"name": n, "type": str(t)} for n, t in ds.partition_keys],
+            "partitions_total": len(ds.partitions),
+            "create_database": self.create_database,
+            "create_table": self.create_table,
+            "partitions_to_add": len(self.missing_partitions),
+            "sample_partitions_to_add": [
+                partition_path(ds.partition_keys, v) for v in self.missing_partitions[:5]
+            ],
+        }
+
+
+def plan_registration(
+    client: MetastoreClient,
+    name: TableName,
+    path: str,
+    *,
+    location: str | None = None,
+    owner: str | None = None,
+    table_properties: dict[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RegistrationPlan:
+    dataset = discover(path, location=location, progress=progress)
+    create_database = not client.database_exists(name.database)
+    existing_parts: set[str] = set()
+    create_table = True
+    if not create_database and client.table_exists(name.database, name.table):
+        create_table = False
+        _check_same_shape(name, dataset, client.get_table(name.database, name.table))
+        if dataset.partition_keys:
+            existing_parts = set(client.get_partition_names(name.database, name.table))
+    missing = tuple(
+        v for v in dataset.partitions if partition_path(dataset.partition_keys, v) not in existing_parts
+    )
+    return RegistrationPlan(
+        name=name, dataset=dataset, create_database=create_database, create_table=create_table,
+        missing_partitions=missing, owner=owner or getpass.getuser(), table_properties=dict(table_properties or {}),
+    )
+
+
+def _check_same_shape(name: TableName, dataset: Dataset, table: Any) -> None:
+    want_cols = [(n.lower(), str(t)) for n, t in dataset.columns]
+    have_cols = [(n.lower(), t) for n, t in table_columns(table)]
+    want_keys = [(n, str(t)) for n, t in dataset.partition_keys]
+    have_keys = table_partition_keys(table)
+    if want_keys != have_keys:
+        raise SchemaError(
+            f"table {name} exists with partition keys {have_keys}, but the folders under {dataset.root} give "
+            f"{want_keys}; drop the table first (`hsh drop {name}`) to register it again"
+        )
+    if want_cols != have_cols:
+        diff = sorted(set(want_cols) ^ set(have_cols))
+        raise SchemaError(
+            f"table {name} exists with a different schema (differences: {diff}); run `hsh sync {name}` to evolve "
+            f"it, or drop it first"
+        )
+
+
+def apply_registration(
+    client: MetastoreClient,
+    plan: RegistrationPlan,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Create what the plan says is missing. Returns the plan summary with what was done."""
+    name, ds = plan.name, plan.dataset
+    if plan.create_database:
+        client.ensure_database(name.database)
+    table = build_table(
+        name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner, parameters=plan.table_properties
+    )
+    if plan.create_table:
+        client.create_table(table)
+    added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)
+    result = plan.summary()
+    result["partitions_added"] = added
+    return result
+
+
+def add_partitions(
+    client: MetastoreClient,
+    table: Any,
+    dataset: Dataset,
+    values: Sequence[tuple[str | None, ...]],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> int:
+    done = 0
+    for start in range(0, len(values), batch_size):
+        chunk = values[start : start + batch_size]
+        parts = [build_partition(table, v, dataset.partition_location(v)) for v in chunk]
+        client.add_partitions(table.dbName, table.tableName, parts)
+        done += len(chunk)
+        if on_batch:
+            on_batch(done, len(values))
+    return done

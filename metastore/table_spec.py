@@ -1,0 +1,116 @@
+"""How a registered table looks in the metastore: Hive's Parquet storage descriptor plus our namespaced parameters.
+
+The storage descriptor is exactly what Hive writes for ``STORED AS PARQUET``, so Hive, Trino and plain Spark read
+the table natively. The handler's identity is kept under ``hsh.*`` table parameters, never under Hive's reserved
+``storage_handler`` key: Spark fails on any table whose storage handler class it cannot load.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from storage_handler.errors import InvalidNameError
+from storage_handler.types import HiveType
+
+INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
+OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
+SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+PARAM_PREFIX = "hsh."
+PARAM_HANDLER = "hsh.storage_handler"
+HANDLER_CLASS = "storage_handler.handler.StorageHandler"
+
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class TableName:
+    database: str
+    table: str
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+def parse_table_name(text: str) -> TableName:
+    """``db.table`` (or ``table`` in ``default``), lower-cased as Hive stores it; illegal characters refused."""
+    parts = text.strip().split(".")
+    if len(parts) == 1:
+        parts = ["default", parts[0]]
+    if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+        raise InvalidNameError(
+            f"invalid table name {text!r}: use DB.TABLE where each part has only letters, digits and underscores"
+        )
+    return TableName(parts[0].lower(), parts[1].lower())
+
+
+def storage_descriptor(location: str, columns: Sequence[tuple[str, HiveType]]) -> hms.StorageDescriptor:
+    return hms.StorageDescriptor(
+        cols=[hms.FieldSchema(name=n, type=str(t), comment=None) for n, t in columns],
+        location=location,
+        inputFormat=INPUT_FORMAT,
+        outputFormat=OUTPUT_FORMAT,
+        compressed=False,
+        numBuckets=-1,
+        serdeInfo=hms.SerDeInfo(name=None, serializationLib=SERDE, parameters={"serialization.format": "1"}),
+        bucketCols=[],
+        sortCols=[],
+        parameters={},
+        skewedInfo=hms.SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={}),
+        storedAsSubDirectories=False,
+    )
+
+
+def build_table(
+    name: TableName,
+    location: str,
+    columns: Sequence[tuple[str, HiveType]],
+    partition_keys: Sequence[tuple[str, HiveType]],
+    *,
+    owner: str,
+    parameters: Mapping[str, str] | None = None,
+) -> hms.Table:
+    params = {"EXTERNAL": "TRUE", PARAM_HANDLER: HANDLER_CLASS}
+    params.update(parameters or {})
+    return hms.Table(
+        tableName=name.table,
+        dbName=name.database,
+        owner=owner,
+        createTime=int(time.time()),
+        lastAccessTime=0,
+        retention=0,
+        sd=storage_descriptor(location, columns),
+        partitionKeys=[hms.FieldSchema(name=n, type=str(t), comment=None) for n, t in partition_keys],
+        parameters=params,
+        tableType="EXTERNAL_TABLE",
+    )
+
+
+def build_partition(table: hms.Table, values: Sequence[str | None], location: str) -> hms.Partition:
+    """A partition sharing the table's storage descriptor; None values are stored as Hive's default partition."""
+    sd = storage_descriptor(location, [])
+    sd.cols = list(table.sd.cols)
+    now = int(time.time())
+    return hms.Partition(
+        values=[DEFAULT_PARTITION if v is None else v for v in values],
+        dbName=table.dbName,
+        tableName=table.tableName,
+        createTime=now,
+        lastAccessTime=0,
+        sd=sd,
+        parameters={},
+    )
+
+
+def table_columns(table: hms.Table) -> list[tuple[str, str]]:
+    return [(c.name, c.type) for c in table.sd.cols]
+
+
+def table_partition_keys(table: hms.Table) -> list[tuple[str, str]]:
+    return [(c.name, c.type) for c in (table.partitionKeys or [])]

@@ -1,0 +1,1 @@
+"""The ``hsh`` command line."""

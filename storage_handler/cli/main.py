@@ -1,0 +1,46 @@
+"""``hsh``: register Parquet datasets in a Hive Metastore and query them with pruning.
+
+Every command that needs a metastore takes ``--metastore thrift://host:port``, falls back to
+``$HSH_METASTORE_URI``, and otherwise starts (or reuses) the embedded metastore. Errors are one line on stderr and
+exit code 2; ``--json`` prints machine-readable output on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from storage_handler.cli import services, tables
+from storage_handler.cli.output import err
+from storage_handler.errors import StorageHandlerError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hsh", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    services.add_commands(sub)
+    tables.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # thrift logs every failed connect attempt at ERROR; our own error message says it better, once.
+    logging.getLogger("thrift").setLevel(logging.CRITICAL)
+    try:
+        return int(args.func(args) or 0)
+    except StorageHandlerError as e:
+        err.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

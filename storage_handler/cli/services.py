@@ -1,0 +1,59 @@
+"""``hsh metastore|thriftserver start|stop|status``: the embedded services."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
+from storage_handler.cli.output import print_json, print_mapping, say
+
+
+def add_commands(sub: Any) -> None:
+    for name, helptext in (("metastore", "the embedded Hive Metastore (Derby-backed, from the pyspark wheel)"),
+                           ("thriftserver", "the embedded HiveServer2 (Spark Thrift Server, bound to 127.0.0.1)")):
+        p = sub.add_parser(name, help=helptext)
+        actions = p.add_subparsers(dest="action", required=True)
+        for action in ("start", "stop", "status"):
+            a = actions.add_parser(action)
+            add_json_option(a)
+            if action == "start":
+                a.add_argument("--port", type=int, help="port to listen on (default: a free one)")
+                if name == "thriftserver":
+                    add_metastore_option(a)
+            a.set_defaults(func=_run, service=name)
+
+
+def _service(args: argparse.Namespace) -> Any:
+    from metastore.local import LocalMetastore, LocalThriftServer
+
+    if args.service == "metastore":
+        return LocalMetastore()
+    uri = metastore_uri(args) if args.action == "start" else None
+    return LocalThriftServer(uri)
+
+
+def _run(args: argparse.Namespace) -> int:
+    service = _service(args)
+    if args.action == "start":
+        info = service.start(args.port, progress=None if args.json else say)
+    elif args.action == "stop":
+        info = service.stop()
+        if info is None and not args.json:
+            say(f"the embedded {args.service} is not running")
+            return 0
+    else:
+        info = service.status()
+    data = {"service": args.service, "running": info is not None and args.action != "stop",
+            **(asdict(info) if info else {})}
+    if args.action == "stop":
+        data["stopped"] = info is not None
+    if args.json:
+        print_json(data)
+    elif info is None:
+        say(f"the embedded {args.service} is not running")
+        return 1 if args.action == "status" else 0
+    else:
+        print_mapping(data, title=f"{args.service} {args.action}")
+    return 0

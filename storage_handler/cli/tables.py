@@ -1,0 +1,139 @@
+"""``hsh register|drop|describe|sql``: tables in the metastore."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from typing import Any
+
+from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
+from storage_handler.cli.output import print_json, print_mapping, print_rows, progress_bar, say
+from storage_handler.errors import ConfigurationError
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("register", help="register a Parquet dataset as an external Hive table")
+    p.add_argument("table", metavar="DB.TABLE")
+    p.add_argument("path", metavar="PATH", help="folder holding the Parquet files (k=v/ partition folders allowed)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be created; change nothing")
+    p.add_argument("--location", help="location to record in the metastore (default: file:<absolute PATH>)")
+    p.add_argument("--owner", help="table owner (default: the current user)")
+    p.add_argument("--table-property", action="append", default=[], metavar="K=V", help="extra table parameter")
+    p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
+    add_metastore_option(p)
+    add_json_option(p)
+    p.set_defaults(func=_register)
+
+    p = sub.add_parser("drop", help="drop a table from the metastore (data is kept unless --purge)")
+    p.add_argument("table", metavar="DB.TABLE")
+    p.add_argument("--purge", action="store_true", help="also delete the table's files (local locations only)")
+    add_metastore_option(p)
+    add_json_option(p)
+    p.set_defaults(func=_drop)
+
+    p = sub.add_parser("describe", help="show a registered table")
+    p.add_argument("table", metavar="DB.TABLE")
+    add_metastore_option(p)
+    add_json_option(p)
+    p.set_defaults(func=_describe)
+
+    p = sub.add_parser("sql", help="run a SQL statement in a Hive-enabled SparkSession")
+    p.add_argument("statement")
+    p.add_argument("--limit", type=int, default=1000, help="rows to print at most (default 1000)")
+    add_metastore_option(p)
+    add_json_option(p)
+    p.set_defaults(func=_sql)
+
+
+def _properties(pairs: list[str]) -> dict[str, str]:
+    result = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise ConfigurationError(f"--table-property {pair!r} is not of the form key=value")
+        result[key.strip()] = value
+    return result
+
+
+def _register(args: argparse.Namespace) -> int:
+    from metastore.client import MetastoreClient
+    from metastore.register import apply_registration, plan_registration
+    from metastore.table_spec import parse_table_name
+
+    name = parse_table_name(args.table)
+    quiet = args.json
+    with MetastoreClient(metastore_uri(args)) as client:
+        plan = plan_registration(
+            client, name, args.path, location=args.location, owner=args.owner,
+            table_properties=_properties(args.table_property), progress=None if quiet else say,
+        )
+        if args.dry_run:
+            result = {"dry_run": True, **plan.summary()}
+        else:
+            with progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
+                result = {"dry_run": False, **apply_registration(client, plan, batch_size=args.batch_size,
+                                                                 on_batch=update)}
+    if args.json:
+        print_json(result)
+    else:
+        verb = "would register" if args.dry_run else "registered"
+        say(f"{verb} {name}: {result['files']} files, {result['partitions_total']} partitions "
+            f"({result['partitions_to_add']} new)")
+        print_mapping(result, title=f"register {name}")
+    return 0
+
+
+def _drop(args: argparse.Namespace) -> int:
+    from metastore.client import MetastoreClient
+    from metastore.dataset import local_root
+    from metastore.table_spec import parse_table_name
+
+    name = parse_table_name(args.table)
+    with MetastoreClient(metastore_uri(args)) as client:
+        table = client.get_table(name.database, name.table)
+        location = table.sd.location
+        root = local_root(location) if args.purge else None  # validate before dropping anything
+        client.drop_table(name.database, name.table, delete_data=False)
+    if root is not None and root.exists():
+        shutil.rmtree(root)
+    result = {"table": str(name), "dropped": True, "location": location, "data_deleted": root is not None}
+    if args.json:
+        print_json(result)
+    else:
+        say(f"dropped {name}; data at {location} " + ("deleted" if root is not None else "kept"))
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    from metastore.client import MetastoreClient
+    from metastore.describe import describe_table
+    from metastore.table_spec import parse_table_name
+
+    name = parse_table_name(args.table)
+    with MetastoreClient(metastore_uri(args)) as client:
+        info = describe_table(client, name)
+    if args.json:
+        print_json(info)
+    else:
+        print_mapping(info, title=f"{name}")
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from storage_handler.spark import session
+
+    uri = metastore_uri(args)
+    if not args.json:
+        say("starting a Hive-enabled SparkSession")
+    spark = session(uri)
+    try:
+        df = spark.sql(args.statement)
+        columns = df.columns
+        rows = [tuple(r) for r in df.limit(args.limit).collect()] if columns else []
+    finally:
+        spark.stop()
+    if args.json:
+        print_json({"columns": columns, "rows": [list(r) for r in rows]})
+    else:
+        print_rows(columns, rows)
+    return 0

@@ -1,0 +1,258 @@
+"""Turn one Parquet statistics bound into a value of the table column's type, conservatively.
+
+Why a module of its own: every rule that decides whether a footer bound can be trusted lives here, in one place, so
+the rules can be read (and reviewed) together. A converter returns ``None`` when it cannot give a bound that is
+guaranteed to hold; ``None`` always means "unknown", never "no value".
+
+The rules:
+
+* Integers: physical INT32/INT64 with their logical signedness (unsigned stats are re-read as unsigned). A bound
+  outside the table type's range is unknown (the reader would overflow or fail, we cannot say what it returns).
+* Floats (float, double): a NaN bound is unknown, and ``-0.0``/``+0.0`` are widened (min ``0.0`` -> ``-0.0``, max
+  ``-0.0`` -> ``+0.0``) because writers disagree on which zero they record. Whether NaN can be present at all is
+  decided by the caller (``footer.py``): Arrow's writer leaves NaN out of min/max, so footer float bounds are only
+  used with a proof that there is no NaN. Integer files read as a float column are rounded outward.
+* Decimals: physical INT32, INT64, FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY (big-endian two's complement), any
+  precision/scale. Rescaled to the table's scale rounding the min down and the max up; a bound that needs more
+  digits than the table's precision is unknown.
+* Strings: raw bytes decoded as UTF-8 (Python's code-point order equals UTF-8 byte order, Hive's ``Text`` order).
+  A min that ends inside a multi-byte character (a writer truncated it at a byte boundary) keeps its valid prefix,
+  still a lower bound; a max that is not valid UTF-8 is unknown. ``varchar(n)`` bounds are cut to ``n`` characters
+  (the reader cuts values the same way and cutting is monotone). ``char(n)`` is not bounded: Hive pads and compares
+  without trailing spaces, which is not monotone in byte order.
+* Dates: INT32 days. Timestamps: INT64 in ms, µs or ns, with or without ``isAdjustedToUTC``, stored as the raw value
+  converted to µs, i.e. zone-less UTC wall time (``storage_handler.types`` reads zoned columns the same way); ns are
+  floored for the min and ceiled for the max. INT96 is never trusted (its sort order is undefined in the format).
+* Booleans: as is. Binary and anything else: not bounded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import struct
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from storage_handler.types import HiveType
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_EPOCH = dt.date(1970, 1, 1)
+_UNIT_TO_US = {"MILLIS": ("mul", 1000), "MICROS": ("mul", 1), "NANOS": ("div", 1000)}
+_JSON_UNITS = {"milliseconds": "MILLIS", "microseconds": "MICROS", "nanoseconds": "NANOS"}
+_CONVERTED_INTS = {
+    "INT_8": (8, True), "INT_16": (16, True), "INT_32": (32, True), "INT_64": (64, True),
+    "UINT_8": (8, False), "UINT_16": (16, False), "UINT_32": (32, False), "UINT_64": (64, False),
+}
+_STRING_LOGICAL = {"STRING", "ENUM", "JSON"}
+_STRING_CONVERTED = {"UTF8", "ENUM", "JSON"}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """What a Parquet leaf column holds, as far as its statistics are concerned.
+
+    ``kind`` is one of ``int``, ``float``, ``decimal``, ``string``, ``binary``, ``bool``, ``date``, ``timestamp``,
+    ``int96``, ``unknown``.
+    """
+
+    kind: str
+    physical: str
+    bits: int = 0  # int: physical width (32/64) used to re-read unsigned raw values
+    signed: bool = True
+    precision: int = 0
+    scale: int = 0
+    unit: str = ""  # timestamp: MILLIS, MICROS, NANOS
+
+
+def classify(column: Any) -> Source:
+    """Classify a ``pyarrow.parquet.ColumnSchema`` from its physical, logical and legacy converted types."""
+    physical = str(column.physical_type)
+    try:
+        logical = json.loads(column.logical_type.to_json())
+    except (ValueError, AttributeError):
+        logical = {"Type": "None"}
+    ltype = str(logical.get("Type", "None")).upper()
+    converted = str(column.converted_type or "NONE").upper()
+    if physical == "BOOLEAN":
+        return Source("bool", physical)
+    if physical == "FLOAT" or physical == "DOUBLE":
+        return Source("float", physical, bits=32 if physical == "FLOAT" else 64)
+    if physical == "INT96":
+        return Source("int96", physical)
+    if ltype == "DECIMAL" or converted == "DECIMAL":
+        precision = int(logical.get("precision", column.precision))
+        scale = int(logical.get("scale", column.scale))
+        return Source("decimal", physical, precision=precision, scale=scale)
+    if physical in ("INT32", "INT64"):
+        width = 32 if physical == "INT32" else 64
+        if ltype == "INT":
+            return Source("int", physical, bits=width, signed=bool(logical.get("isSigned", True)))
+        if ltype == "DATE" or converted == "DATE":
+            return Source("date", physical) if physical == "INT32" else Source("unknown", physical)
+        if ltype == "TIMESTAMP":
+            unit = _JSON_UNITS.get(str(logical.get("timeUnit", "")).lower())
+            return Source("timestamp", physical, unit=unit) if unit and width == 64 else Source("unknown", physical)
+        if converted in ("TIMESTAMP_MILLIS", "TIMESTAMP_MICROS") and width == 64:
+            return Source("timestamp", physical, unit=converted.split("_")[1])
+        if converted in _CONVERTED_INTS:
+            return Source("int", physical, bits=width, signed=_CONVERTED_INTS[converted][1])
+        if ltype == "NONE" and converted == "NONE":
+            return Source("int", physical, bits=width, signed=True)
+        return Source("unknown", physical)  # TIME, INTERVAL, ...
+    if physical == "BYTE_ARRAY":
+        if ltype in _STRING_LOGICAL or converted in _STRING_CONVERTED:
+            return Source("string", physical)
+        if ltype == "NONE" and converted == "NONE":
+            return Source("binary", physical)
+        return Source("unknown", physical)  # BSON, geometry, variant, ...
+    if physical == "FIXED_LEN_BYTE_ARRAY" and ltype == "NONE" and converted == "NONE":
+        return Source("binary", physical)
+    return Source("unknown", physical)  # FLOAT16, UUID, INTERVAL ...
+
+
+def convert_bound(raw: Any, source: Source, target: HiveType, upper: bool) -> Any:
+    """The table-typed bound for a raw Parquet min (``upper=False``) or max (``upper=True``), or None if unknown."""
+    name = target.name
+    kind = source.kind
+    if kind == "int":
+        value = _int_value(raw, source)
+        if target.is_integer:
+            lo, hi = target.integer_range
+            return value if lo <= value <= hi else None
+        if name in ("float", "double"):
+            return _int_to_float(value, name == "float", upper)
+        if name == "decimal":
+            return _to_decimal(value, 0, target, upper)
+        return None
+    if kind == "float":
+        if name not in ("float", "double") or not isinstance(raw, float):
+            return None
+        return float_bound(raw, name == "float", upper)
+    if kind == "decimal":
+        if name != "decimal":
+            return None
+        unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
+        return _to_decimal(unscaled, source.scale, target, upper)
+    if kind in ("string", "binary"):
+        if name not in ("string", "varchar") or not isinstance(raw, bytes):
+            return None
+        text = _utf8_bound(raw, upper)
+        if text is not None and name == "varchar" and target.length is not None:
+            text = text[: target.length]
+        return text
+    if kind == "bool":
+        return bool(raw) if name == "boolean" else None
+    if kind == "date":
+        return _EPOCH + dt.timedelta(days=int(raw)) if name == "date" and _date_ok(int(raw)) else None
+    if kind == "timestamp":
+        return _timestamp_us(int(raw), source.unit, upper) if name == "timestamp" else None
+    return None  # int96, binary to non-string, unknown
+
+
+def float_bound(value: float, to_float32: bool, upper: bool) -> float | None:
+    """A float bound made safe: NaN -> unknown, zeros widened, rounded outward when narrowed to float32."""
+    if math.isnan(value):
+        return None
+    if to_float32 and not math.isinf(value):
+        narrowed = _to_float32_outward(value, upper)
+        if narrowed is None:
+            return None
+        value = narrowed
+    if value == 0.0:
+        return 0.0 if upper else -0.0
+    return value
+
+
+def _int_value(raw: Any, source: Source) -> int:
+    value = int(raw)
+    if not source.signed and value < 0:
+        value += 1 << source.bits  # unsigned stats come back from pyarrow as the signed physical value
+    return value
+
+
+def _int_to_float(value: int, to_float32: bool, upper: bool) -> float | None:
+    """Nearest float (or float32) rounded outward so that it still bounds the exact integer."""
+    try:
+        f = float(value)
+    except OverflowError:
+        return None
+    if to_float32:
+        f32 = _to_float32_outward(f, upper)
+        if f32 is None:
+            return None
+        f = f32
+        while (upper and f < value) or (not upper and f > value):  # double rounding: step once more
+            f = _float32_step(f, upper)
+        return f
+    if upper and f < value:
+        f = math.nextafter(f, math.inf)
+    elif not upper and f > value:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _to_float32_outward(value: float, upper: bool) -> float | None:
+    try:
+        f = struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return None
+    if math.isinf(f):
+        return None
+    if upper and f < value or not upper and f > value:
+        f = _float32_step(f, upper)
+    return f
+
+
+def _float32_step(f: float, up: bool) -> float:
+    """The next float32 after ``f`` towards +inf (``up``) or -inf."""
+    bits = struct.unpack("<i", struct.pack("<f", f))[0]
+    if f == 0.0:
+        bits = 1 if up else -(2**31) + 1  # smallest subnormal of the right sign
+    elif (f > 0) == up:
+        bits += 1
+    else:
+        bits -= 1
+    return struct.unpack("<f", struct.pack("<i", bits))[0]
+
+
+def _to_decimal(unscaled: int, scale: int, target: HiveType, upper: bool) -> Decimal | None:
+    """Rescale an unscaled value to the target scale, rounding outward; None when it needs too many digits."""
+    t_scale = target.scale or 0
+    t_precision = target.precision or 10
+    if t_scale >= scale:
+        value = unscaled * 10 ** (t_scale - scale)
+    else:
+        q = 10 ** (scale - t_scale)
+        value = -((-unscaled) // q) if upper else unscaled // q
+    if abs(value) >= 10**t_precision:
+        return None
+    digits = tuple(int(d) for d in str(abs(value)))
+    return Decimal((1 if value < 0 else 0, digits, -t_scale))
+
+
+def _utf8_bound(raw: bytes, upper: bool) -> str | None:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if upper:
+            return None
+        if exc.reason == "unexpected end of data":
+            return raw[: exc.start].decode("utf-8", errors="strict")  # valid prefix: still a lower bound
+        return None
+
+
+def _date_ok(days: int) -> bool:
+    """Python dates span years 1..9999; outside that range the bound is left unknown."""
+    return -719162 <= days <= 2932896
+
+
+def _timestamp_us(value: int, unit: str, upper: bool) -> int | None:
+    op, factor = _UNIT_TO_US[unit]
+    if op == "mul":
+        result = value * factor
+    else:
+        result = -((-value) // factor) if upper else value // factor
+    return result if INT64_MIN <= result <= INT64_MAX else None

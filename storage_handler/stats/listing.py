@@ -1,0 +1,174 @@
+"""List the real data files of a table folder, and Hive's escaping of partition path names.
+
+Why here: the index must describe exactly the files a Hive or Spark reader would read, and partition values must be
+decoded exactly as Hive decodes them (``FileUtils.unescapePathName``), or pruning would compare the wrong strings.
+
+Rules (Hive's and Spark's, checked against ``hive-common-2.3.10.jar``):
+
+* Names starting with ``_`` or ``.`` are hidden (``_SUCCESS``, ``_hsh_index``, ``.part-0.crc``) at every level.
+* Any other regular file is a data file, whatever its extension: Hive writes ``000000_0``, Spark ``part-...parquet``.
+* A folder ``k=v`` gives the partition value ``v`` of key ``k``: both unescaped with Hive's rules, the key
+  lower-cased (Hive lower-cases column names), ``__HIVE_DEFAULT_PARTITION__`` meaning NULL.
+* ``escape_path_name`` escapes exactly Hive's set: U+0000-U+001F, ``" # % ' * / : = ? [ \\ ] ^ {`` and U+007F, as
+  ``%XX`` with upper-case hex; everything else (unicode included) is kept. ``unescape_path_name`` mirrors Hive's
+  decoder and its quirks: ``%XX`` becomes the single char U+00XX (no UTF-8 decoding), ``%+1`` decodes because Java's
+  ``Integer.parseInt`` accepts a sign, and a ``%`` not followed by a valid code is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+from urllib.parse import unquote, urlparse
+
+from storage_handler.errors import ConfigurationError
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+# Hive 2.3 FileUtils.charToEscape (non-Windows): verified by running the jar over U+0000..U+01FF.
+_ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?[\\]^{") + ["\x7f"])
+_JAVA_HEX_INT = re.compile(r"[+-]?[0-9A-Fa-f]+")
+
+
+class DataFile(NamedTuple):
+    """One data file: path relative to the table location (POSIX), size in bytes, mtime in ms, partition values.
+
+    A NamedTuple (immutable, typed) so that plain ``(path, size, mtime_ms, partition_values)`` tuples from callers
+    are accepted wherever a ``DataFile`` is.
+    """
+
+    path: str
+    size: int
+    mtime_ms: int
+    partition_values: Mapping[str, str | None]
+
+
+def escape_path_name(text: str) -> str:
+    """Hive's ``FileUtils.escapePathName`` for a non-empty string (no default-partition substitution)."""
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+
+def escape_partition_value(value: str | None) -> str:
+    """The folder-name form of a partition value: NULL and the empty string become the default partition."""
+    if value is None or value == "":
+        return HIVE_DEFAULT_PARTITION
+    return escape_path_name(value)
+
+
+def unescape_path_name(text: str) -> str:
+    """Hive's ``FileUtils.unescapePathName``, quirks included (see the module docstring)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "%" and i + 2 < n:  # Java: i + 2 < path.length()
+            code = _java_parse_hex(text[i + 1 : i + 3])
+            if code is not None and code >= 0:
+                out.append(chr(code))
+                i += 3
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def unescape_partition_value(text: str) -> str | None:
+    """Decode a partition folder value: ``__HIVE_DEFAULT_PARTITION__`` is NULL, anything else Hive-unescaped."""
+    if text == HIVE_DEFAULT_PARTITION:
+        return None
+    return unescape_path_name(text)
+
+
+def partition_path(values: Sequence[tuple[str, str | None]]) -> str:
+    """``[("dt", "2024-01-01"), ("c", None)]`` -> ``dt=2024-01-01/c=__HIVE_DEFAULT_PARTITION__`` (Hive's makePartName)."""
+    return "/".join(f"{escape_path_name(k.lower())}={escape_partition_value(v)}" for k, v in values)
+
+
+def _java_parse_hex(two: str) -> int | None:
+    """``Integer.parseInt(two, 16)`` or None where Java would throw (Python's int() also allows spaces and ``_``)."""
+    if not _JAVA_HEX_INT.fullmatch(two):
+        return None
+    return int(two, 16)
+
+
+def local_path(table_location: str) -> str:
+    """The local folder of a table location given as a path or a ``file:`` URI (``file:/x``, ``file:///x``)."""
+    if table_location.startswith("file:"):
+        parsed = urlparse(table_location)
+        if parsed.netloc not in ("", "localhost"):
+            raise ConfigurationError(
+                f"table location {table_location!r} names host {parsed.netloc!r}; only local file: URIs are "
+                "supported by the stats index for now (use file:///path)"
+            )
+        return os.path.abspath(unquote(parsed.path))
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", table_location):
+        raise ConfigurationError(
+            f"table location {table_location!r}: only the local file system is supported by the stats index for "
+            "now; use a local path or a file: URI"
+        )
+    return os.path.abspath(table_location)
+
+
+def is_hidden(name: str) -> bool:
+    """Hive/Spark hide names starting with ``_`` or ``.`` (markers, checksums, our ``_hsh_index``)."""
+    return name.startswith(("_", "."))
+
+
+def list_data_files(table_location: str, partition_columns: Sequence[str] | None = None) -> list[DataFile]:
+    """Every visible data file under the table location, sorted by path.
+
+    Without ``partition_columns`` the whole tree is walked and every ``k=v`` folder on the way contributes a
+    partition value. With ``partition_columns`` (the table's partition keys, in order) only files exactly at
+    ``k1=v1/k2=v2/.../file`` with those keys (case-insensitively) are returned: Hive reads nothing else.
+    Folder symlinks are not followed (loops); file symlinks are (a reader would open them too).
+    """
+    root = local_path(table_location)
+    keys = [k.lower() for k in partition_columns] if partition_columns is not None else None
+    result: list[DataFile] = []
+    stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        folder, rel_parts = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            continue  # removed while we walked: a file gone from storage is never returned
+        for entry in entries:
+            if is_hidden(entry.name):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, (*rel_parts, entry.name)))
+                continue
+            try:
+                st = entry.stat(follow_symlinks=True)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            values = _partition_values(rel_parts, keys)
+            if values is None:
+                continue
+            rel = "/".join((*rel_parts, entry.name))
+            result.append(DataFile(rel, st.st_size, st.st_mtime_ns // 1_000_000, values))
+    result.sort(key=lambda f: f.path)
+    return result
+
+
+def _partition_values(parts: tuple[str, ...], keys: list[str] | None) -> dict[str, str | None] | None:
+    """Partition values of a file's folder chain, or None when the file is outside the expected layout."""
+    values: dict[str, str | None] = {}
+    if keys is not None and len(parts) != len(keys):
+        return None
+    for i, part in enumerate(parts):
+        if "=" not in part:
+            if keys is not None:
+                return None
+            continue
+        raw_key, _, raw_value = part.partition("=")
+        key = unescape_path_name(raw_key).lower()
+        if keys is not None and key != keys[i]:
+            return None
+        values[key] = unescape_partition_value(raw_value)
+    return values
