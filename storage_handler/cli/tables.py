@@ -37,6 +37,9 @@ def add_commands(sub: Any) -> None:
     add_json_option(p)
     p.set_defaults(func=_describe)
 
+    p = sub.add_parser("demo", help="generate data, register it, query it via Spark and HiveServer2")
+    p.set_defaults(func=_demo)
+
     p = sub.add_parser("sql", help="run a SQL statement in a Hive-enabled SparkSession")
     p.add_argument("statement")
     p.add_argument("--limit", type=int, default=1000, help="rows to print at most (default 1000)")
@@ -137,3 +140,9 @@ def _sql(args: argparse.Namespace) -> int:
     else:
         print_rows(columns, rows)
     return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from storage_handler.demo.run import run_demo
+
+    return run_demo()

@@ -1,0 +1,71 @@
+"""Bad input gives one clear line on stderr, exit code 2, no traceback, and changes nothing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.helpers import run_hsh
+
+
+def _fails(proc, *needles: str) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and lines[-1] == errors[0], proc.stderr  # progress lines may precede it
+    msg = errors[0]
+    for needle in needles:
+        assert needle in msg, msg
+    return msg
+
+
+def test_nonexistent_path(metastore_uri: str, tmp_path: Path) -> None:
+    _fails(run_hsh("register", "bad.t1", str(tmp_path / "nope"), "--metastore", metastore_uri), "does not exist")
+
+
+def test_empty_folder(metastore_uri: str, tmp_path: Path, hms) -> None:
+    (tmp_path / "_ignored").mkdir()
+    _fails(run_hsh("register", "bad.t2", str(tmp_path), "--metastore", metastore_uri), "no data files")
+    assert "bad" not in hms.get_all_databases()
+
+
+def test_non_parquet_file(metastore_uri: str, tmp_path: Path) -> None:
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "ok.parquet")
+    (tmp_path / "notes.txt").write_text("hello")
+    _fails(run_hsh("register", "bad.t3", str(tmp_path), "--metastore", metastore_uri), "notes.txt", "Parquet")
+
+
+def test_conflicting_schemas_name_both_files(metastore_uri: str, tmp_path: Path, hms) -> None:
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "one.parquet")
+    pq.write_table(pa.table({"a": ["x"]}), tmp_path / "two.parquet")
+    _fails(run_hsh("register", "bad.t4", str(tmp_path), "--metastore", metastore_uri),
+           "one.parquet", "two.parquet", "'a'")
+    assert "bad" not in hms.get_all_databases()
+
+
+@pytest.mark.parametrize("name", ["bad-db.t", "db.t;drop", "a.b.c", "db.", "x y"])
+def test_bad_table_name(metastore_uri: str, tmp_path: Path, name: str) -> None:
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "one.parquet")
+    _fails(run_hsh("register", name, str(tmp_path), "--metastore", metastore_uri), "invalid table name")
+
+
+def test_unreachable_metastore_fails_fast_and_clearly(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "one.parquet")
+    t0 = time.monotonic()
+    proc = run_hsh("register", "x.t", str(tmp_path), "--metastore", "thrift://127.0.0.1:1")
+    _fails(proc, "thrift://127.0.0.1:1", "cannot reach")
+    assert time.monotonic() - t0 < 60
+
+
+def test_malformed_metastore_uri(tmp_path: Path) -> None:
+    _fails(run_hsh("describe", "x.t", "--metastore", "http://nowhere"), "thrift://host:port")
+
+
+def test_unsupported_type_is_refused(metastore_uri: str, tmp_path: Path) -> None:
+    pq.write_table(pa.table({"a": pa.array([1], pa.uint64())}), tmp_path / "one.parquet")
+    _fails(run_hsh("register", "bad.t5", str(tmp_path), "--metastore", metastore_uri), "'a'", "uint64")

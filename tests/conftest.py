@@ -1,0 +1,96 @@
+"""Session-scoped real processes shared by the integration tests: a metastore, a SparkSession, a HiveServer2.
+
+Each is started once, in a private state folder, and stopped by PID at the end of the session. If
+``HSH_METASTORE_URI`` / ``HSH_HIVESERVER2`` are set (``make test-docker``), those external services are used instead
+and nothing is started or stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def hsh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("hsh_home")
+    old = os.environ.get("HSH_HOME")
+    os.environ["HSH_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("HSH_HOME", None)
+    else:
+        os.environ["HSH_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def metastore_uri(hsh_home: Path) -> Iterator[str]:
+    external = os.environ.get("HSH_METASTORE_URI")
+    if external:
+        yield external
+        return
+    from metastore.local import LocalMetastore
+
+    service = LocalMetastore(hsh_home)
+    info = service.start()
+    try:
+        yield info.uri
+    finally:
+        service.stop()
+
+
+@pytest.fixture()
+def hms(metastore_uri: str) -> Iterator:
+    from metastore.client import MetastoreClient
+
+    with MetastoreClient(metastore_uri) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def spark(metastore_uri: str) -> Iterator:
+    from storage_handler.spark import session
+
+    spark = session(metastore_uri, app_name="hsh-tests")
+    gateway = spark.sparkContext._gateway
+    try:
+        yield spark
+    finally:
+        spark.stop()
+        proc = getattr(gateway, "proc", None)
+        gateway.shutdown()
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # the Spark JVM this session launched, by its Popen/PID
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture(scope="session")
+def hiveserver2(metastore_uri: str, hsh_home: Path) -> Iterator[tuple[str, int]]:
+    external = os.environ.get("HSH_HIVESERVER2")
+    if external:
+        host, _, port = external.rpartition(":")
+        yield host or "127.0.0.1", int(port)
+        return
+    from metastore.local import LocalThriftServer
+
+    service = LocalThriftServer(metastore_uri, hsh_home)
+    info = service.start()
+    try:
+        yield "127.0.0.1", info.port
+    finally:
+        service.stop()
+
+
+@pytest.fixture()
+def events_dataset(tmp_path: Path) -> Path:
+    from storage_handler.demo.data import generate_events
+
+    return generate_events(tmp_path / "events", days=3, files_per_day=3, rows_per_file=100)

@@ -1,0 +1,92 @@
+"""Registration round trip against a real metastore."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from metastore.dataset import escape_partition_value, unescape_partition_value
+from metastore.register import apply_registration, plan_registration
+from metastore.table_spec import INPUT_FORMAT, SERDE, parse_table_name
+from tests.helpers import run_hsh
+
+
+def _register(hms, name: str, path: Path, **kw):
+    plan = plan_registration(hms, parse_table_name(name), str(path), **kw)
+    return apply_registration(hms, plan, batch_size=2)
+
+
+def test_round_trip_matches_dataset(hms, events_dataset: Path) -> None:
+    result = _register(hms, "reg.events", events_dataset)
+    assert result["partitions_added"] == 3
+    table = hms.get_table("reg", "events")
+    schema = pq.read_schema(next(events_dataset.rglob("*.parquet")))
+    assert [c.name for c in table.sd.cols] == schema.names
+    assert [c.type for c in table.sd.cols] == [
+        "bigint", "int", "string", "decimal(10,2)", "double", "boolean", "timestamp", "date"
+    ]
+    assert [(k.name, k.type) for k in table.partitionKeys] == [("dt", "string")]
+    assert table.tableType == "EXTERNAL_TABLE" and table.parameters["EXTERNAL"] == "TRUE"
+    assert table.sd.inputFormat == INPUT_FORMAT and table.sd.serdeInfo.serializationLib == SERDE
+    assert "storage_handler" not in table.parameters  # Spark cannot load a Python class
+    parts = {tuple(p.values): p.sd.location for p in hms.get_partitions("reg", "events")}
+    assert parts == {
+        (d,): f"file:{events_dataset}/dt={d}" for d in ("2024-01-01", "2024-01-02", "2024-01-03")
+    }
+
+
+def test_rerun_is_idempotent_and_adds_only_new_partitions(hms, events_dataset: Path) -> None:
+    _register(hms, "reg.idem", events_dataset)
+    again = _register(hms, "reg.idem", events_dataset)
+    assert again["create_table"] is False and again["partitions_added"] == 0
+    new_day = events_dataset / "dt=2024-01-09"
+    shutil.copytree(events_dataset / "dt=2024-01-01", new_day)
+    third = _register(hms, "reg.idem", events_dataset)
+    assert third["partitions_added"] == 1
+    assert sorted(hms.get_partition_names("reg", "idem"))[-1] == "dt=2024-01-09"
+
+
+def test_dry_run_changes_nothing(metastore_uri: str, hms, events_dataset: Path) -> None:
+    proc = run_hsh("register", "dry.events", str(events_dataset), "--dry-run", "--json", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["dry_run"] is True and out["create_database"] is True and out["partitions_to_add"] == 3
+    assert "dry" not in hms.get_all_databases()
+
+
+def test_drop_keeps_data_unless_purged(metastore_uri: str, hms, events_dataset: Path) -> None:
+    _register(hms, "reg.dropme", events_dataset)
+    proc = run_hsh("drop", "reg.dropme", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    assert not hms.table_exists("reg", "dropme")
+    assert len(list(events_dataset.rglob("*.parquet"))) == 9
+    _register(hms, "reg.dropme", events_dataset)
+    proc = run_hsh("drop", "reg.dropme", "--purge", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    assert not events_dataset.exists()
+
+
+def test_partition_values_are_hive_escaped_and_typed(hms, tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    values = ["a/b", "..", "x=y", "50%", "日本", None]
+    for i, v in enumerate(values):
+        folder = tmp_path / "t" / f"n={i * 10}" / f"s={escape_partition_value(v)}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"x": [i]}), folder / "f.parquet")
+    _register(hms, "reg.escaped", tmp_path / "t")
+    table = hms.get_table("reg", "escaped")
+    assert [(k.name, k.type) for k in table.partitionKeys] == [("n", "int"), ("s", "string")]
+    got = {tuple(p.values) for p in hms.get_partitions("reg", "escaped")}
+    assert got == {(str(i * 10), "__HIVE_DEFAULT_PARTITION__" if v is None else v) for i, v in enumerate(values)}
+
+
+@pytest.mark.parametrize("value", ["a/b", "..", "x=y", "50%", "日本", "", "sp ace", "#?*"])
+def test_escape_round_trip(value: str) -> None:
+    expected = None if value == "" else value
+    assert unescape_partition_value(escape_partition_value(value)) == expected
+    assert "/" not in escape_partition_value(value)
