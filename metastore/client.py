@@ -14,6 +14,7 @@ Why a wrapper and not ``hmsclient.HMSClient`` directly:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
@@ -114,10 +115,8 @@ class MetastoreClient:
 
     def close(self) -> None:
         if self._transport is not None:
-            try:
+            with contextlib.suppress(*_TRANSPORT_ERRORS):  # closing a dead socket is not worth reporting
                 self._transport.close()
-            except _TRANSPORT_ERRORS:  # closing a dead socket is not an error worth reporting
-                pass
         self._transport = None
         self._client = None
 

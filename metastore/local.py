@@ -13,6 +13,7 @@ and the URI. ``start`` reuses a running, answering service; ``stop`` signals exa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -214,10 +215,8 @@ def _signal_group(pid: int, sig: int) -> None:
 
 def _reap(pid: int) -> None:
     """Collect a zombie child of this process so it stops looking alive."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -23,6 +23,7 @@ from metastore.table_spec import (
     table_partition_keys,
 )
 from storage_handler.errors import SchemaError
+from storage_handler.spark.table_props import spark_table_properties
 
 DEFAULT_BATCH = 1000
 
@@ -114,9 +115,9 @@ def apply_registration(
     name, ds = plan.name, plan.dataset
     if plan.create_database:
         client.ensure_database(name.database)
-    table = build_table(
-        name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner, parameters=plan.table_properties
-    )
+    params = spark_table_properties(str(name), ds.location, ds.columns, ds.partition_keys)
+    params.update(plan.table_properties)
+    table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner, parameters=params)
     if plan.create_table:
         client.create_table(table)
     added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)

@@ -1,0 +1,98 @@
+"""Read one split (a data file, optionally some of its row groups) as Arrow batches of exactly the table schema.
+
+Spark checks the batches a Python data source yields against the declared schema and refuses any difference
+(int64 for int32, a missing column, a zone on a timestamp). So every batch is built column by column:
+
+* a data column present in the file is cast to the declared type (timestamps of any unit become microseconds;
+  zone-less values are taken as UTC wall-clock time, the rule the statistics index uses too);
+* a data column missing from the file (schema evolution) is all NULL;
+* a partition column is the folder's value parsed as its declared type (unparseable or default partition: NULL,
+  as Hive reads it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from storage_handler.errors import DatasetError
+from storage_handler.types import HiveType
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """One unit of reading work: a file (relative to the table location) and the row groups to read (None = all)."""
+
+    path: str
+    size: int
+    partition_values: tuple[tuple[str, str | None], ...]
+    row_groups: tuple[int, ...] | None = None
+
+
+def partition_array(value: str | None, hive_type: HiveType, target: pa.DataType, length: int) -> pa.Array:
+    """A constant column for a partition value, parsed as the declared type; NULL if it does not parse."""
+    if value is None:
+        return pa.nulls(length, target)
+    try:
+        scalar = pa.array([value], pa.string()).cast(target)[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.nulls(length, target)
+    return pa.array([scalar.as_py()] * length, target) if length else pa.array([], target)
+
+
+def cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: str, path: str) -> pa.Array:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if array.type.equals(target):
+        return array
+    if pa.types.is_timestamp(array.type) and pa.types.is_timestamp(target):
+        if array.type.tz is None:
+            array = pc.assume_timezone(array, "UTC") if target.tz else array
+        return array.cast(target, safe=False)  # ns -> us truncates sub-microsecond digits, as Spark does
+    try:
+        return array.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise DatasetError(
+            f"column {name!r} in {path} has type {array.type}, which cannot be read as the table's {target}; "
+            "run `hsh sync` to see the schema conflict"
+        ) from e
+
+
+def read_split(
+    location_root: Path,
+    split: Split,
+    schema: pa.Schema,
+    columns: Sequence[tuple[str, HiveType]],
+    partition_keys: Sequence[tuple[str, HiveType]],
+    *,
+    batch_size: int = 65536,
+) -> Iterator[pa.RecordBatch]:
+    """Yield record batches of ``schema`` (the Arrow form of Spark's schema: data columns, then partition keys)."""
+    full = location_root / split.path
+    try:
+        pf = pq.ParquetFile(full)
+    except (OSError, pa.ArrowException) as e:
+        raise DatasetError(f"cannot read data file {full}: {e}") from e
+    present = {name.lower(): name for name in pf.schema_arrow.names}
+    wanted = [present[n] for n, _ in columns if n in present]
+    groups = list(split.row_groups) if split.row_groups is not None else list(range(pf.num_row_groups))
+    parts = dict(split.partition_values)
+    for batch in pf.iter_batches(batch_size=batch_size, row_groups=groups, columns=wanted):
+        n = batch.num_rows
+        arrays: list[pa.Array] = []
+        for i, (name, _t) in enumerate(columns):
+            target = schema.field(i).type
+            if name in present:
+                arrays.append(cast_column(batch.column(present[name]), target, name, str(full)))
+            else:
+                arrays.append(pa.nulls(n, target))
+        for j, (name, hive_type) in enumerate(partition_keys):
+            target = schema.field(len(columns) + j).type
+            arrays.append(partition_array(parts.get(name), hive_type, target, n))
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
