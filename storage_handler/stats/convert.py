@@ -24,11 +24,14 @@ The rules:
   converted to µs, i.e. zone-less UTC wall time (``storage_handler.types`` reads zoned columns the same way); ns are
   floored for the min and ceiled for the max. INT96 is never trusted (its sort order is undefined in the format).
 * Booleans: as is. Binary and anything else: not bounded.
+
+Bounds are returned as Arrow-ready Python scalars of the index's column type: ``int`` (integers; dates as days since
+1970-01-01; timestamps as µs since 1970-01-01 00:00 zone-less), ``float``, ``Decimal`` (exactly the table's scale),
+``str``, ``bool``. Ints avoid Python ``datetime``'s 1..9999 year range.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import struct
@@ -39,8 +42,7 @@ from typing import Any
 from storage_handler.types import HiveType
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_EPOCH = dt.date(1970, 1, 1)
-_UNIT_TO_US = {"MILLIS": ("mul", 1000), "MICROS": ("mul", 1), "NANOS": ("div", 1000)}
+_MULTIPLY_TO_US = {"MILLIS": 1000, "MICROS": 1}
 _JSON_UNITS = {"milliseconds": "MILLIS", "microseconds": "MICROS", "nanoseconds": "NANOS"}
 _CONVERTED_INTS = {
     "INT_8": (8, True), "INT_16": (16, True), "INT_32": (32, True), "INT_64": (64, True),
@@ -146,7 +148,7 @@ def convert_bound(raw: Any, source: Source, target: HiveType, upper: bool) -> An
     if kind == "bool":
         return bool(raw) if name == "boolean" else None
     if kind == "date":
-        return _EPOCH + dt.timedelta(days=int(raw)) if name == "date" and _date_ok(int(raw)) else None
+        return int(raw) if name == "date" else None
     if kind == "timestamp":
         return _timestamp_us(int(raw), source.unit, upper) if name == "timestamp" else None
     return None  # int96, binary to non-string, unknown
@@ -244,15 +246,9 @@ def _utf8_bound(raw: bytes, upper: bool) -> str | None:
         return None
 
 
-def _date_ok(days: int) -> bool:
-    """Python dates span years 1..9999; outside that range the bound is left unknown."""
-    return -719162 <= days <= 2932896
-
-
 def _timestamp_us(value: int, unit: str, upper: bool) -> int | None:
-    op, factor = _UNIT_TO_US[unit]
-    if op == "mul":
-        result = value * factor
+    if unit == "NANOS":
+        result = -((-value) // 1000) if upper else value // 1000  # ceil the max, floor the min
     else:
-        result = -((-value) // factor) if upper else value // factor
+        result = value * _MULTIPLY_TO_US[unit]
     return result if INT64_MIN <= result <= INT64_MAX else None

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
-from storage_handler.errors import ConfigurationError
+from storage_handler.errors import ConfigurationError, DatasetError
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -126,6 +126,8 @@ def list_data_files(table_location: str, partition_columns: Sequence[str] | None
     Folder symlinks are not followed (loops); file symlinks are (a reader would open them too).
     """
     root = local_path(table_location)
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise DatasetError(f"table location {table_location!r} is a file, not a folder of data files")
     keys = [k.lower() for k in partition_columns] if partition_columns is not None else None
     result: list[DataFile] = []
     stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]

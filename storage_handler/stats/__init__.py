@@ -1,0 +1,85 @@
+"""Column-statistics index: per-file min / max / null count from Parquet footers, stored next to the data.
+
+Modules, smallest first: ``listing`` (real files, Hive partition-path escaping), ``convert`` (one footer bound to
+a table-typed value, conservatively), ``footer`` (one file's stats), ``index`` (the Arrow table and building it in
+parallel), ``store`` (versioned snapshots, atomic commit, validation on load), ``refresh`` (incremental update with
+optimistic retries). The schema is the shared contract in the project's design notes.
+"""
+
+from __future__ import annotations
+
+from storage_handler.stats.footer import (
+    ColumnStats,
+    FileStats,
+    StatsOptions,
+    read_file_stats,
+    stats_from_metadata,
+)
+from storage_handler.stats.index import (
+    build_index,
+    columns_of,
+    index_schema,
+    indexed_columns,
+    stats_errors,
+    stats_table,
+    unsafe_paths,
+)
+from storage_handler.stats.listing import (
+    HIVE_DEFAULT_PARTITION,
+    DataFile,
+    escape_partition_value,
+    escape_path_name,
+    list_data_files,
+    local_path,
+    partition_path,
+    unescape_partition_value,
+    unescape_path_name,
+)
+from storage_handler.stats.refresh import FileDiff, commit_with_retry, diff_files, refresh_index, update_index
+from storage_handler.stats.store import (
+    IndexConflictError,
+    IndexSnapshot,
+    commit,
+    current_version,
+    gc_snapshots,
+    index_dir,
+    load,
+    validate_table,
+)
+
+__all__ = [
+    "HIVE_DEFAULT_PARTITION",
+    "ColumnStats",
+    "DataFile",
+    "FileDiff",
+    "FileStats",
+    "IndexConflictError",
+    "IndexSnapshot",
+    "StatsOptions",
+    "build_index",
+    "columns_of",
+    "commit",
+    "commit_with_retry",
+    "current_version",
+    "diff_files",
+    "escape_partition_value",
+    "escape_path_name",
+    "gc_snapshots",
+    "index_dir",
+    "index_schema",
+    "indexed_columns",
+    "list_data_files",
+    "load",
+    "local_path",
+    "partition_path",
+    "read_file_stats",
+    "refresh_index",
+    "stats_errors",
+    "stats_from_metadata",
+    "stats_table",
+    "unescape_partition_value",
+    "unescape_path_name",
+    "unsafe_paths",
+    "update_index",
+    "validate_table",
+]

@@ -1,0 +1,202 @@
+"""Per-file statistics from a Parquet footer: record count and, per top-level column, min, max and null count.
+
+Why footers only: a footer is a few KB at the end of the file, so indexing a table costs one small read per file,
+not a scan. The price is that we must only keep what the footer proves (see ``convert.py`` for the value rules):
+
+* Row groups are aggregated: null counts are summed (unknown if any row group lacks one); a row group with only
+  nulls contributes no bounds; a row group with values but no usable min/max makes the file's bound unknown.
+* Floats: the NaN rule. Parquet footers written by Arrow (and parquet-mr) leave NaN out of min/max, and pyarrow 26
+  exposes no ``nan_count``, so a footer cannot prove that a float column has no NaN: float/double bounds from a
+  footer are unknown, unless the statistics carry ``nan_count == 0`` (read when a future pyarrow exposes it) or
+  ``StatsOptions(scan_float_columns=True)`` asks to read those columns' data and compute exact NaN-aware bounds.
+* Strings: pyarrow 26 does not expose ``is_min_value_exact``/``is_max_value_exact``. The Parquet spec makes a
+  truncated bound still a bound (min cut to a prefix, max cut and incremented), and pyarrow already drops stats
+  from writers known to have written wrong ones (PARQUET-251/686, signed byte order), so string bounds are kept as
+  conservative bounds - never as exact values - with the UTF-8 rules in ``convert.py``.
+* Columns are matched by name case-insensitively (Hive lower-cases names). A column absent from the file is all-null
+  there (``null_count = num_records``). A name that matches a nested column, or two columns differing only in case,
+  gives unknown stats. A file whose footer cannot be read gets ``num_records = None``, all stats unknown and
+  ``error`` set: one bad file never fails the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from storage_handler.stats.convert import classify, convert_bound, float_bound
+from storage_handler.types import HiveType
+
+
+@dataclass(frozen=True, slots=True)
+class StatsOptions:
+    """How much work to do per file. ``scan_float_columns`` reads float/double columns to bound them NaN-safely."""
+
+    scan_float_columns: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """Conservative stats of one column in one file; ``None`` = unknown (see ``convert.py`` for value types)."""
+
+    min: Any = None
+    max: Any = None
+    null_count: int | None = None
+
+
+UNKNOWN = ColumnStats()
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """Stats of one file, keyed by lower-case table column name; ``error`` says why the footer was not read."""
+
+    num_records: int | None
+    columns: Mapping[str, ColumnStats] = field(default_factory=lambda: MappingProxyType({}))
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> FileStats:
+        return cls(None, MappingProxyType({}), error)
+
+    def column(self, name: str) -> ColumnStats:
+        return self.columns.get(name.lower(), UNKNOWN)
+
+
+def read_file_stats(
+    path: str, columns: Sequence[tuple[str, HiveType]], options: StatsOptions | None = None
+) -> FileStats:
+    """Read one file's footer; never raises for a bad file (the error goes to ``FileStats.error``)."""
+    options = options or StatsOptions()
+    try:
+        with pq.ParquetFile(path) as pf:
+            md = pf.metadata
+            stats = stats_from_metadata(md, columns)
+            if options.scan_float_columns:
+                stats = _scan_float_columns(pf, columns, stats)
+            return stats
+    except Exception as exc:  # noqa: BLE001 - any unreadable footer is recorded, never fatal for the table
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return FileStats.failed(f"{type(exc).__name__}: {message}"[:1000])
+
+
+def stats_from_metadata(metadata: pq.FileMetaData, columns: Sequence[tuple[str, HiveType]]) -> FileStats:
+    """Stats of the given table columns from an already-read footer (pure: no I/O)."""
+    num_rows = int(metadata.num_rows)
+    primitives, nested_paths = _leaf_map(metadata.schema)
+    result: dict[str, ColumnStats] = {}
+    for name, hive_type in columns:
+        key = name.lower()
+        leaves = primitives.get(key)
+        if leaves is None:
+            if any(p.startswith(key + ".") for p in nested_paths):
+                result[key] = UNKNOWN  # a nested column of that name: not what the table declares
+            else:
+                result[key] = ColumnStats(None, None, num_rows)  # absent from this file: all null here
+            continue
+        if len(leaves) != 1:
+            result[key] = UNKNOWN  # ambiguous when names are compared case-insensitively
+            continue
+        try:
+            result[key] = _column_stats(metadata, leaves[0], hive_type)
+        except Exception:  # noqa: BLE001 - odd statistics in one column must not cost the whole file
+            result[key] = UNKNOWN
+    return FileStats(num_rows, MappingProxyType(result))
+
+
+def _leaf_map(schema: pq.ParquetSchema) -> tuple[dict[str, list[int]], list[str]]:
+    """Top-level primitive leaves by lower-case name, and the lower-case paths of every nested leaf.
+
+    A leaf is a top-level primitive exactly when its dotted path equals its own name (nested leaves have a longer
+    path), which stays right even for names containing dots.
+    """
+    primitives: dict[str, list[int]] = {}
+    nested: list[str] = []
+    for i in range(len(schema)):
+        col = schema.column(i)
+        if col.path == col.name and col.max_repetition_level == 0:
+            primitives.setdefault(col.name.lower(), []).append(i)
+        else:
+            nested.append(col.path.lower())
+    return primitives, nested
+
+
+def _column_stats(md: pq.FileMetaData, leaf: int, hive_type: HiveType) -> ColumnStats:
+    source = classify(md.schema.column(leaf))
+    null_total: int | None = 0
+    lo: Any = None
+    hi: Any = None
+    lo_known = hi_known = True
+    for r in range(md.num_row_groups):
+        rg = md.row_group(r)
+        rows = rg.num_rows
+        if rows == 0:
+            continue
+        chunk = rg.column(leaf)
+        st = chunk.statistics if chunk.is_stats_set else None
+        nulls = st.null_count if st is not None and st.has_null_count else None
+        if nulls is None or nulls > rows:
+            null_total = None
+        elif null_total is not None:
+            null_total += nulls
+        if nulls is not None and nulls >= rows:
+            continue  # only nulls: no values to bound
+        if st is None or not st.has_min_max or (source.kind == "float" and not _proved_nan_free(st)):
+            lo_known = hi_known = False
+            continue
+        rg_lo = convert_bound(st.min_raw, source, hive_type, upper=False) if lo_known else None
+        rg_hi = convert_bound(st.max_raw, source, hive_type, upper=True) if hi_known else None
+        if rg_lo is None:
+            lo_known = False
+        elif lo is None or rg_lo < lo:
+            lo = rg_lo
+        if rg_hi is None:
+            hi_known = False
+        elif hi is None or rg_hi > hi:
+            hi = rg_hi
+        if not lo_known and not hi_known and null_total is None:
+            break
+    return ColumnStats(lo if lo_known else None, hi if hi_known else None, null_total)
+
+
+def _proved_nan_free(st: Any) -> bool:
+    """True only when the footer itself says there is no NaN (``nan_count == 0``; absent in pyarrow 26)."""
+    if not getattr(st, "has_nan_count", True):
+        return False
+    count = getattr(st, "nan_count", None)
+    return isinstance(count, int) and count == 0
+
+
+def _scan_float_columns(pf: pq.ParquetFile, columns: Sequence[tuple[str, HiveType]], stats: FileStats) -> FileStats:
+    """Bound float/double columns from their data: exact null count, NaN-aware min/max (NaN -> unknown)."""
+    primitives, _ = _leaf_map(pf.metadata.schema)
+    updated = dict(stats.columns)
+    for name, hive_type in columns:
+        key = name.lower()
+        leaves = primitives.get(key)
+        if hive_type.name not in ("float", "double") or leaves is None or len(leaves) != 1:
+            continue
+        col = pf.metadata.schema.column(leaves[0])
+        if classify(col).kind != "float":
+            continue
+        try:
+            data = pf.read(columns=[col.name], use_threads=False).column(0)
+        except Exception:  # noqa: BLE001 - keep the footer's answer for this column
+            continue
+        nulls = data.null_count
+        if len(data) - nulls == 0 or pc.any(pc.is_nan(data)).as_py():
+            updated[key] = ColumnStats(None, None, nulls)
+            continue
+        mm = pc.min_max(data)
+        to_f32 = hive_type.name == "float"
+        updated[key] = ColumnStats(
+            float_bound(mm["min"].as_py(), to_f32, upper=False),
+            float_bound(mm["max"].as_py(), to_f32, upper=True),
+            nulls,
+        )
+    return FileStats(stats.num_records, MappingProxyType(updated), stats.error)

@@ -1,0 +1,235 @@
+"""The column-statistics index: its Arrow schema, building it from footers, and checking its paths.
+
+Why one Arrow table: the pruning evaluator compares a predicate with every file's bounds in a few vectorized
+``pyarrow.compute`` calls, so the index is columnar (the shape of Delta's ``add`` actions), one row per data file:
+
+``path`` (relative POSIX path), ``size``, ``modification_time`` (ms), ``num_records`` (null = unknown),
+``partition_values`` map<string,string> (null value = NULL partition), ``min_values`` / ``max_values`` (struct, one
+field per stats-capable column typed as ``hive_to_arrow(type)``, null = unknown), ``null_count`` (struct of int64),
+``stats_error`` (why a footer could not be read).
+
+The table's columns (name + Hive type, so ``varchar(10)`` survives) ride in the schema metadata under
+``hsh.index.columns``; ``store.py`` writes them into every snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from storage_handler.errors import SchemaError, StatsIndexError
+from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
+from storage_handler.stats.listing import DataFile, local_path
+from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow, parse_hive_type
+
+ProgressCallback = Callable[[int, int], None]  # (files done, files total)
+
+BOUNDED_TYPES = frozenset(
+    {"tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "string", "varchar", "char", "boolean",
+     "date", "timestamp"}
+)
+COLUMNS_KEY = b"hsh.index.columns"
+FORMAT_KEY = b"hsh.index.format"
+FORMAT_VERSION = b"1"
+PARTITION_TYPE = pa.map_(pa.string(), pa.string())
+_UNSAFE_PATH = r"^$|^/|/$|//|(^|/)\.\.?(/|$)|\\|\x00"
+
+
+def indexed_columns(columns: Iterable[tuple[str, HiveType]]) -> tuple[tuple[str, HiveType], ...]:
+    """The stats-capable columns (lower-case names): binary and complex types are not bounded, hence absent."""
+    seen: set[str] = set()
+    result: list[tuple[str, HiveType]] = []
+    for name, hive_type in columns:
+        key = name.lower()
+        if key in seen:
+            raise SchemaError(f"column {key!r} appears twice (names are compared case-insensitively, as in Hive)")
+        seen.add(key)
+        if hive_type.name in BOUNDED_TYPES:
+            result.append((key, hive_type))
+    return tuple(result)
+
+
+def index_schema(columns: Iterable[tuple[str, HiveType]]) -> pa.Schema:
+    """The index's Arrow schema for a table with these data columns (partition columns excluded)."""
+    cols = indexed_columns(columns)
+    bounds = pa.struct([pa.field(n, hive_to_arrow(t)) for n, t in cols])
+    counts = pa.struct([pa.field(n, pa.int64()) for n, _ in cols])
+    meta = {COLUMNS_KEY: json.dumps([[n, str(t)] for n, t in cols]).encode(), FORMAT_KEY: FORMAT_VERSION}
+    return pa.schema(
+        [
+            pa.field("path", pa.string()),
+            pa.field("size", pa.int64()),
+            pa.field("modification_time", pa.int64()),
+            pa.field("num_records", pa.int64()),
+            pa.field("partition_values", PARTITION_TYPE),
+            pa.field("min_values", bounds),
+            pa.field("max_values", bounds),
+            pa.field("null_count", counts),
+            pa.field("stats_error", pa.string()),
+        ],
+        metadata=meta,
+    )
+
+
+def columns_of(schema: pa.Schema) -> tuple[tuple[str, HiveType], ...]:
+    """The indexed columns an index table was built for (from its metadata, else from its struct types)."""
+    raw = (schema.metadata or {}).get(COLUMNS_KEY)
+    if raw is not None:
+        try:
+            return tuple((str(n), parse_hive_type(str(t))) for n, t in json.loads(raw))
+        except (ValueError, TypeError, SchemaError) as exc:
+            raise StatsIndexError(f"index metadata {COLUMNS_KEY.decode()} is corrupt ({exc})") from exc
+    bounds = schema.field("min_values").type
+    return tuple((bounds.field(i).name, arrow_to_hive(bounds.field(i).type)) for i in range(bounds.num_fields))
+
+
+def stats_table(columns: Iterable[tuple[str, HiveType]], entries: Iterable[tuple[DataFile, FileStats]]) -> pa.Table:
+    """Assemble index rows (sorted by path) from files and their stats; ``entries`` may be any iterable."""
+    schema = index_schema(columns)
+    cols = columns_of(schema)
+    rows = sorted(((DataFile(*f), s) for f, s in entries), key=lambda e: e[0].path)
+    files = [f for f, _ in rows]
+    stats = [s for _, s in rows]
+    n = len(rows)
+
+    def struct_of(getter: Callable[[FileStats, str], object], struct_type: pa.StructType) -> pa.Array:
+        if struct_type.num_fields == 0:
+            return pa.array([{}] * n, struct_type)
+        children = [
+            pa.array([getter(s, name) for s in stats], struct_type.field(i).type)
+            for i, (name, _) in enumerate(cols)
+        ]
+        return pa.StructArray.from_arrays(children, fields=list(struct_type))
+
+    bounds_type = schema.field("min_values").type
+    arrays = [
+        pa.array([f.path for f in files], pa.string()),
+        pa.array([int(f.size) for f in files], pa.int64()),
+        pa.array([int(f.mtime_ms) for f in files], pa.int64()),
+        pa.array([s.num_records for s in stats], pa.int64()),
+        pa.array([list(dict(f.partition_values).items()) for f in files], PARTITION_TYPE),
+        struct_of(lambda s, c: s.column(c).min, bounds_type),
+        struct_of(lambda s, c: s.column(c).max, bounds_type),
+        struct_of(lambda s, c: s.column(c).null_count, schema.field("null_count").type),
+        pa.array([s.error for s in stats], pa.string()),
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def unsafe_paths(paths: pa.Array | pa.ChunkedArray, limit: int = 3) -> list[str | None]:
+    """Up to ``limit`` paths that are not plain relative paths inside the table location (vectorized check).
+
+    Refused: null, empty, absolute, ``.``/``..`` segments, empty segments, trailing ``/``, backslashes, NUL.
+    """
+    bad = pc.or_kleene(pc.is_null(paths), pc.match_substring_regex(paths, _UNSAFE_PATH))
+    bad = pc.fill_null(bad, True)
+    if not pc.any(bad).as_py():
+        return []
+    return pc.filter(paths, bad).slice(0, limit).to_pylist()
+
+
+def stats_errors(table: pa.Table) -> list[tuple[str, str]]:
+    """(path, error) of every file whose footer could not be read: what a CLI reports after building."""
+    failed = table.filter(pc.is_valid(table.column("stats_error")))
+    return list(zip(failed.column("path").to_pylist(), failed.column("stats_error").to_pylist(), strict=True))
+
+
+def check_files(files: Sequence[DataFile]) -> None:
+    """Refuse file lists an index must never hold: unsafe or duplicate paths."""
+    bad = unsafe_paths(pa.array([f.path for f in files], pa.string()))
+    if bad:
+        raise StatsIndexError(
+            f"data file paths {bad!r} are not relative paths inside the table location; list files with "
+            "storage_handler.stats.listing.list_data_files"
+        )
+    if len({f.path for f in files}) != len(files):
+        raise StatsIndexError("the data file list names the same path twice; pass each file once")
+
+
+def read_many(
+    table_location: str,
+    columns: Sequence[tuple[str, HiveType]],
+    files: Sequence[DataFile],
+    *,
+    options: StatsOptions | None = None,
+    max_workers: int | None = None,
+    progress: ProgressCallback | None = None,
+    show_progress: bool | None = None,
+) -> list[FileStats]:
+    """Read many footers in parallel (threads: footer reads are I/O and pyarrow releases the GIL)."""
+    root = local_path(table_location)
+    total = len(files)
+    results: list[FileStats | None] = [None] * total
+    if total == 0:
+        return []
+    workers = max_workers or min(32, 4 * (os.cpu_count() or 2), total)
+    show = sys.stderr.isatty() if show_progress is None else show_progress
+    bar = _RichBar(total) if show else None
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-footer") as pool:
+            futures = {
+                pool.submit(read_file_stats, os.path.join(root, *f.path.split("/")), columns, options): i
+                for i, f in enumerate(files)
+            }
+            for done, future in enumerate(as_completed(futures), start=1):
+                results[futures[future]] = future.result()
+                if bar is not None:
+                    bar.advance()
+                if progress is not None:
+                    progress(done, total)
+    finally:
+        if bar is not None:
+            bar.close()
+    return [r if r is not None else FileStats.failed("not read") for r in results]
+
+
+def build_index(
+    table_location: str,
+    columns: Sequence[tuple[str, HiveType]],
+    files: Iterable[DataFile | tuple[str, int, int, dict[str, str | None]]],
+    *,
+    options: StatsOptions | None = None,
+    max_workers: int | None = None,
+    progress: ProgressCallback | None = None,
+    show_progress: bool | None = None,
+) -> pa.Table:
+    """Build the index table for ``files`` (paths relative to ``table_location``) by reading every footer.
+
+    A progress bar is drawn on stderr when it is a terminal (``show_progress`` forces it on or off);
+    ``progress(done, total)`` is called after every file.
+    """
+    cols = indexed_columns(columns)
+    file_list = [DataFile(*f) for f in files]
+    check_files(file_list)
+    stats = read_many(
+        table_location, cols, file_list, options=options, max_workers=max_workers, progress=progress,
+        show_progress=show_progress,
+    )
+    return stats_table(cols, zip(file_list, stats, strict=True))
+
+
+class _RichBar:
+    """A rich progress bar on stderr; a class so the import of rich stays off the non-interactive path."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(
+            TextColumn("reading Parquet footers"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=Console(stderr=True), transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("footers", total=total)
+
+    def advance(self) -> None:
+        self._progress.advance(self._task)
+
+    def close(self) -> None:
+        self._progress.stop()

@@ -1,0 +1,177 @@
+"""Bring an index up to date with the real files, reading footers only where something changed.
+
+Why: other writers add and delete files behind the index's back. A refresh compares the real listing with the
+index by path, size and modification time, re-reads the footers of new or changed files (and of files whose footer
+could not be read last time), drops rows of files gone from storage, and commits the result optimistically; a
+conflicting commit is retried on top of the winner's version, so concurrent refreshes never lose an entry.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from storage_handler.stats.footer import StatsOptions
+from storage_handler.stats.index import (
+    ProgressCallback,
+    check_files,
+    columns_of,
+    indexed_columns,
+    read_many,
+    stats_table,
+)
+from storage_handler.stats.listing import DataFile, list_data_files
+from storage_handler.stats.store import DEFAULT_KEEP, IndexConflictError, IndexSnapshot, commit, load
+from storage_handler.types import HiveType
+
+
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    """What a refresh found, as relative paths (sorted).
+
+    ``changed``: size, mtime or partition values differ. ``retried``: unchanged files re-read because their
+    footer failed last time. ``full_rebuild``: the indexed columns changed, so every footer was read again.
+    """
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    retried: tuple[str, ...] = ()
+    full_rebuild: bool = False
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.retried or self.full_rebuild)
+
+
+def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[FileDiff, list[int]]:
+    """Compare an index table with a listing; also return the row numbers of ``previous`` that stay as they are."""
+    if previous is None:
+        return FileDiff(added=tuple(sorted(f.path for f in files))), []
+    paths = previous.column("path").to_pylist()
+    sizes = previous.column("size").to_pylist()
+    mtimes = previous.column("modification_time").to_pylist()
+    parts = previous.column("partition_values").to_pylist()
+    errors = previous.column("stats_error").to_pylist()
+    row_of = {p: i for i, p in enumerate(paths)}
+    added: list[str] = []
+    changed: list[str] = []
+    retried: list[str] = []
+    kept: list[int] = []
+    for f in files:
+        i = row_of.get(f.path)
+        if i is None:
+            added.append(f.path)
+        elif sizes[i] != f.size or mtimes[i] != f.mtime_ms or dict(parts[i] or []) != dict(f.partition_values):
+            changed.append(f.path)
+        elif errors[i] is not None:
+            retried.append(f.path)
+        else:
+            kept.append(i)
+    listed = {f.path for f in files}
+    removed = sorted(p for p in paths if p not in listed)
+    return FileDiff(tuple(sorted(added)), tuple(sorted(changed)), tuple(removed), tuple(sorted(retried))), kept
+
+
+def refresh_index(
+    table_location: str,
+    columns: Sequence[tuple[str, HiveType]],
+    files: Iterable[DataFile | tuple[str, int, int, dict[str, str | None]]],
+    previous: pa.Table | IndexSnapshot | None,
+    *,
+    options: StatsOptions | None = None,
+    max_workers: int | None = None,
+    progress: ProgressCallback | None = None,
+    show_progress: bool | None = None,
+) -> tuple[pa.Table, FileDiff]:
+    """The index for the current listing ``files``, reusing ``previous`` rows whose file did not change."""
+    cols = indexed_columns(columns)
+    file_list = [DataFile(*f) for f in files]
+    check_files(file_list)
+    prev_table = previous.table if isinstance(previous, IndexSnapshot) else previous
+    diff, kept = diff_files(prev_table, file_list)
+    full = prev_table is not None and columns_of(prev_table.schema) != cols
+    if full:
+        diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, full_rebuild=True)
+        kept = []
+    prev_paths = [] if prev_table is None else prev_table.column("path").to_pylist()
+    kept_paths = {prev_paths[i] for i in kept}
+    to_read = [f for f in file_list if f.path not in kept_paths]
+    stats = read_many(
+        table_location, cols, to_read, options=options, max_workers=max_workers, progress=progress,
+        show_progress=show_progress,
+    )
+    fresh = stats_table(cols, zip(to_read, stats, strict=True))
+    if prev_table is None or not kept:
+        return fresh, diff
+    reused = prev_table.take(pa.array(kept, pa.int64())).cast(fresh.schema)
+    merged = pa.concat_tables([reused, fresh]).sort_by("path")
+    return merged.replace_schema_metadata(fresh.schema.metadata), diff
+
+
+def commit_with_retry(
+    table_location: str,
+    update: Callable[[IndexSnapshot | None], pa.Table | None],
+    *,
+    attempts: int = 10,
+    keep: int = DEFAULT_KEEP,
+    base_delay: float = 0.02,
+) -> int | None:
+    """Load, apply ``update`` (None = nothing to commit), commit; on a conflict start over on the new version.
+
+    ``update`` must be a pure function of the snapshot it is given (it may run several times). Returns the
+    version now current (None if there is still no index). Raises IndexConflictError after ``attempts`` losses.
+    """
+    for attempt in range(attempts):
+        snapshot = load(table_location)
+        table = update(snapshot)
+        base = snapshot.version if snapshot is not None else None
+        if table is None:
+            return base
+        try:
+            return commit(table_location, table, base, keep=keep)
+        except IndexConflictError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(base_delay * (2 ** min(attempt, 6)) * random.uniform(0.5, 1.5))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def update_index(
+    table_location: str,
+    columns: Sequence[tuple[str, HiveType]],
+    files: Iterable[DataFile | tuple[str, int, int, dict[str, str | None]]] | None = None,
+    *,
+    partition_columns: Sequence[str] | None = None,
+    attempts: int = 10,
+    keep: int = DEFAULT_KEEP,
+    options: StatsOptions | None = None,
+    max_workers: int | None = None,
+    progress: ProgressCallback | None = None,
+    show_progress: bool | None = None,
+) -> tuple[int | None, FileDiff]:
+    """Refresh the committed index against ``files`` (default: ``list_data_files``) and commit if anything changed.
+
+    Creates the index when there is none. Returns (current version, the diff of the attempt that won).
+    """
+    file_list = (
+        list_data_files(table_location, partition_columns) if files is None else [DataFile(*f) for f in files]
+    )
+    diffs: list[FileDiff] = []
+
+    def update(snapshot: IndexSnapshot | None) -> pa.Table | None:
+        table, diff = refresh_index(
+            table_location, columns, file_list, snapshot, options=options, max_workers=max_workers,
+            progress=progress, show_progress=show_progress,
+        )
+        diffs.append(diff)
+        if snapshot is not None and (diff.is_empty or table.equals(snapshot.table)):
+            return None  # nothing new (e.g. only still-unreadable files were retried): no new version
+        return table
+
+    version = commit_with_retry(table_location, update, attempts=attempts, keep=keep)
+    return version, diffs[-1]
