@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from metastore import hooked
 from metastore.client import MetastoreClient
 from metastore.dataset import Dataset, discover, partition_path
 from metastore.table_spec import (
@@ -23,6 +24,8 @@ from metastore.table_spec import (
     table_partition_keys,
 )
 from storage_handler.errors import SchemaError
+from storage_handler.handler import StorageHandler
+from storage_handler.meta_hook import PARAM_INDEX_VERSION
 from storage_handler.spark.table_props import spark_table_properties
 
 DEFAULT_BATCH = 1000
@@ -110,19 +113,29 @@ def apply_registration(
     *,
     batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int, int], None] | None = None,
+    show_progress: bool | None = None,
 ) -> dict[str, Any]:
-    """Create what the plan says is missing. Returns the plan summary with what was done."""
+    """Create what the plan says is missing, through the handler's meta hook (which builds the index)."""
     name, ds = plan.name, plan.dataset
     if plan.create_database:
         client.ensure_database(name.database)
     params = spark_table_properties(str(name), ds.location, ds.columns, ds.partition_keys)
     params.update(plan.table_properties)
     table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner, parameters=params)
+    hook = StorageHandler().get_meta_hook()
+    hook.show_progress = show_progress
     if plan.create_table:
-        client.create_table(table)
+        hooked.create_table(client, table, hook)
+    else:
+        current = client.get_table(name.database, name.table)
+        hooked.alter_table(client, current, hook)  # refreshes the index, records its version
     added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)
     result = plan.summary()
     result["partitions_added"] = added
+    result["index_version"] = int(table.parameters.get(PARAM_INDEX_VERSION, 0)) if plan.create_table else \
+        int(current.parameters.get(PARAM_INDEX_VERSION, 0))
+    diff = hook.last_diff
+    result["index_files_read"] = len(diff.added) + len(diff.changed) + len(diff.retried) if diff else 0
     return result
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 from typing import Any
 
 from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
@@ -74,8 +73,9 @@ def _register(args: argparse.Namespace) -> int:
             result = {"dry_run": True, **plan.summary()}
         else:
             with progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
-                result = {"dry_run": False, **apply_registration(client, plan, batch_size=args.batch_size,
-                                                                 on_batch=update)}
+                result = {"dry_run": False, **apply_registration(
+                    client, plan, batch_size=args.batch_size, on_batch=update, show_progress=False if quiet else None
+                )}
     if args.json:
         print_json(result)
     else:
@@ -87,23 +87,24 @@ def _register(args: argparse.Namespace) -> int:
 
 
 def _drop(args: argparse.Namespace) -> int:
+    from metastore import hooked
     from metastore.client import MetastoreClient
     from metastore.dataset import local_root
     from metastore.table_spec import parse_table_name
+    from storage_handler.handler import StorageHandler
 
     name = parse_table_name(args.table)
     with MetastoreClient(metastore_uri(args)) as client:
-        table = client.get_table(name.database, name.table)
-        location = table.sd.location
-        root = local_root(location) if args.purge else None  # validate before dropping anything
-        client.drop_table(name.database, name.table, delete_data=False)
-    if root is not None and root.exists():
-        shutil.rmtree(root)
-    result = {"table": str(name), "dropped": True, "location": location, "data_deleted": root is not None}
+        location = client.get_table(name.database, name.table).sd.location
+        if args.purge:
+            local_root(location)  # refuse non-local locations before dropping anything
+        hooked.drop_table(client, name.database, name.table, StorageHandler().get_meta_hook(),
+                          delete_data=args.purge)
+    result = {"table": str(name), "dropped": True, "location": location, "data_deleted": bool(args.purge)}
     if args.json:
         print_json(result)
     else:
-        say(f"dropped {name}; data at {location} " + ("deleted" if root is not None else "kept"))
+        say(f"dropped {name} and its index; data at {location} " + ("deleted" if args.purge else "kept"))
     return 0
 
 

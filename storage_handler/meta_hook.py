@@ -1,0 +1,89 @@
+"""``IndexMetaHook``: Hive's ``HiveMetaHook`` for this handler, run client-side around the metastore calls.
+
+Hive's client calls ``pre_*`` before the metastore call, ``commit_*`` after it succeeded and ``rollback_*`` if it
+failed (see :mod:`metastore.hooked`, which does exactly that). Here that means:
+
+* create: ``pre_create_table`` builds and commits the statistics index next to the data and records its version
+  in the table's ``hsh.index.*`` parameters (so the table is created already pointing at it);
+  ``rollback_create_table`` deletes an index this hook created, so a failed create leaves no orphaned index.
+* drop: ``commit_drop_table`` deletes the index (and the data when ``delete_data``) only after the metastore
+  dropped the table; a failed drop leaves both untouched.
+* alter: ``pre_alter_table`` refreshes the index and updates the version parameter; nothing to roll back, since
+  an index version is immutable and a newer one only adds knowledge.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from typing import Any
+
+from storage_handler.stats import index_dir, update_index
+from storage_handler.stats import load as load_index
+from storage_handler.stats.listing import local_path
+from storage_handler.table_desc import TableDesc
+
+log = logging.getLogger(__name__)
+PARAM_INDEX_LOCATION = "hsh.index.location"
+PARAM_INDEX_VERSION = "hsh.index.version"
+
+
+class IndexMetaHook:
+    """Keeps the statistics index in step with the table's life in the metastore."""
+
+    def __init__(self, *, show_progress: bool | None = None) -> None:
+        self.show_progress = show_progress
+        self._created_index: set[str] = set()
+        self.last_diff: Any = None
+
+    # -- create
+    def pre_create_table(self, table: Any) -> None:
+        desc = TableDesc.from_hms(table)
+        existed = load_index(desc.location) is not None
+        version = self._refresh(desc)
+        if not existed:
+            self._created_index.add(desc.location)
+        table.parameters[PARAM_INDEX_LOCATION] = desc.location.rstrip("/") + "/_hsh_index"
+        table.parameters[PARAM_INDEX_VERSION] = str(version)
+
+    def commit_create_table(self, table: Any) -> None:
+        self._created_index.discard(table.sd.location)
+
+    def rollback_create_table(self, table: Any) -> None:
+        location = table.sd.location
+        if location in self._created_index:
+            log.info("create of %s.%s failed: removing the index this hook built", table.dbName, table.tableName)
+            shutil.rmtree(index_dir(location), ignore_errors=True)
+            self._created_index.discard(location)
+
+    # -- drop
+    def pre_drop_table(self, table: Any) -> None:
+        """Nothing to check: dropping metadata is always allowed."""
+
+    def rollback_drop_table(self, table: Any) -> None:
+        """The metastore kept the table, so the index stays too."""
+
+    def commit_drop_table(self, table: Any, delete_data: bool) -> None:
+        location = table.sd.location
+        if delete_data:
+            shutil.rmtree(local_path(location), ignore_errors=True)
+        else:
+            shutil.rmtree(index_dir(location), ignore_errors=True)
+
+    # -- alter
+    def pre_alter_table(self, table: Any) -> None:
+        table.parameters[PARAM_INDEX_VERSION] = str(self._refresh(TableDesc.from_hms(table)))
+
+    def commit_alter_table(self, table: Any) -> None:
+        """Nothing to do: the index was committed before the metastore call."""
+
+    def rollback_alter_table(self, table: Any) -> None:
+        """Nothing to undo: a newer index version describes the same files, only better."""
+
+    def _refresh(self, desc: TableDesc) -> int:
+        version, diff = update_index(
+            desc.location, desc.columns, partition_columns=[k for k, _ in desc.partition_keys],
+            show_progress=self.show_progress,
+        )
+        self.last_diff = diff
+        return int(version or 0)
