@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from storage_handler.cli import services, tables
+from storage_handler.cli import pruning, services, tables
 from storage_handler.cli.output import err
 from storage_handler.errors import StorageHandlerError
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     services.add_commands(sub)
     tables.add_commands(sub)
+    pruning.add_commands(sub)
     return parser
 
 

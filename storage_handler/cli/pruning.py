@@ -1,0 +1,140 @@
+"""``hsh scan|explain|sarg|index``: see what the handler prunes, and maintain the index."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
+from storage_handler.cli.output import out, print_json, print_mapping, print_rows, say
+from storage_handler.errors import ConfigurationError
+
+
+def add_commands(sub: Any) -> None:
+    for name, helptext in (("scan", "list the files a filter keeps, with kept/total files and bytes"),
+                           ("explain", "like scan, and show which leaf ruled out a sample of pruned files")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("table", metavar="DB.TABLE")
+        p.add_argument("--where", help="HiveQL predicate, e.g. \"event_id = 1 and dt >= '2024-01-02'\"")
+        if name == "explain":
+            p.add_argument("--sample", type=int, default=5, help="pruned files to explain (default 5)")
+        add_metastore_option(p)
+        add_json_option(p)
+        p.set_defaults(func=_scan, explain=name == "explain")
+
+    p = sub.add_parser("sarg", help="show the SearchArgument Hive would build for a filter")
+    p.add_argument("--where", required=True, help="HiveQL predicate")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--schema", help="column list, e.g. 'a int, b string, d date'")
+    source.add_argument("--table", metavar="DB.TABLE", help="take the schema from a registered table")
+    add_metastore_option(p)
+    add_json_option(p)
+    p.set_defaults(func=_sarg)
+
+    p = sub.add_parser("index", help="maintain the column-statistics index")
+    actions = p.add_subparsers(dest="action", required=True)
+    a = actions.add_parser("refresh", help="read only new or changed files' footers; drop deleted files")
+    a.add_argument("table", metavar="DB.TABLE")
+    add_metastore_option(a)
+    add_json_option(a)
+    a.set_defaults(func=_index_refresh)
+
+
+def table_desc(args: argparse.Namespace, name_text: str) -> Any:
+    from metastore.client import MetastoreClient
+    from metastore.table_spec import parse_table_name
+    from storage_handler.table_desc import TableDesc
+
+    name = parse_table_name(name_text)
+    with MetastoreClient(metastore_uri(args)) as client:
+        return TableDesc.from_hms(client.get_table(name.database, name.table))
+
+
+def _scan(args: argparse.Namespace) -> int:
+    from storage_handler.handler import list_status_for
+
+    desc = table_desc(args, args.table)
+    result, _props = list_status_for(desc, args.where)
+    m = result.metrics
+    data: dict[str, Any] = {**m.as_dict(), "kept_paths": [f.path for f in result.files]}
+    if args.explain and result.evaluator is not None and result.scan is not None:
+        kept = {f.path for f in result.files}
+        paths = result.scan.column("path").to_pylist()
+        pruned = [i for i, p in enumerate(paths) if p not in kept][: args.sample]
+        data["pruned_sample"] = [
+            {"path": paths[i], "because": [str(r) for r in result.evaluator.explain(result.scan, i).reasons]}
+            for i in pruned
+        ]
+    if args.json:
+        print_json(data)
+        return 0
+    out.print(f"[bold]SearchArgument[/bold] {m.sarg}", highlight=False)
+    pct = 100 * m.bytes_kept / m.bytes_total if m.bytes_total else 100.0
+    out.print(f"kept [bold]{m.files_kept}[/bold]/{m.files_total} files, {m.bytes_kept}/{m.bytes_total} bytes "
+              f"({pct:.1f}%); partitions kept {m.files_after_partitions}; files without stats "
+              f"{m.files_without_stats}; index version {m.index_version}", highlight=False)
+    print_rows(["kept path"], [(p,) for p in data["kept_paths"]])
+    if "pruned_sample" in data:
+        print_rows(["pruned path", "ruled out by"],
+                   [(s["path"], "; ".join(s["because"])) for s in data["pruned_sample"]])
+    return 0
+
+
+def _sarg(args: argparse.Namespace) -> int:
+    from storage_handler.decode.hiveql import parse_filter
+    from storage_handler.decode.to_sarg import to_search_argument
+    from storage_handler.expr.render import to_hiveql
+    from storage_handler.types import parse_schema_text
+
+    if args.table:
+        schema = table_desc(args, args.table).schema
+    else:
+        schema = parse_schema_text(args.schema)
+        if not schema:
+            raise ConfigurationError("--schema is empty; give columns like 'a int, b string'")
+    decoded = to_search_argument(parse_filter(args.where, schema))
+    sarg = decoded.sarg
+    data = {
+        "old_string": sarg.to_old_string(),
+        "string": sarg.to_string(),
+        "leaves": [str(leaf) for leaf in sarg.leaves],
+        "compact_expression": str(sarg.compact_expression),
+        "pushed": to_hiveql(decoded.pushed) if decoded.pushed is not None else None,
+        "residual": to_hiveql(decoded.residual) if decoded.residual is not None else None,
+        "not_pushed": [to_hiveql(e) for e in decoded.unpushed],
+    }
+    if args.json:
+        print_json(data)
+    else:
+        print_mapping(data, title="SearchArgument")
+    return 0
+
+
+def _index_refresh(args: argparse.Namespace) -> int:
+    from metastore import hooked
+    from metastore.client import MetastoreClient
+    from metastore.table_spec import parse_table_name
+    from storage_handler.handler import StorageHandler
+
+    name = parse_table_name(args.table)
+    with MetastoreClient(metastore_uri(args)) as client:
+        table = client.get_table(name.database, name.table)
+        hook = StorageHandler().get_meta_hook()
+        hook.show_progress = False if args.json else None
+        hooked.alter_table(client, table, hook)
+    diff = hook.last_diff
+    data = {
+        "table": str(name), "index_version": int(table.parameters.get("hsh.index.version", 0)),
+        "added": list(diff.added), "changed": list(diff.changed), "removed": list(diff.removed),
+        "retried": list(diff.retried), "full_rebuild": diff.full_rebuild,
+    }
+    if args.json:
+        print_json(data)
+    else:
+        say(f"index of {name} at version {data['index_version']}: {len(diff.added)} added, "
+            f"{len(diff.changed)} changed, {len(diff.removed)} removed"
+            + (" (full rebuild: the columns changed)" if diff.full_rebuild else ""))
+        for kind in ("added", "changed", "removed"):
+            for path in data[kind]:
+                out.print(f"  {kind:8} {path}", highlight=False)
+    return 0
