@@ -10,7 +10,8 @@ Three immutable node classes:
   ``isnotnull``, ``in`` (column first, then the values), ``between`` (a leading boolean *invert* constant, like
   ``GenericUDFBetween``, then the value, low, high), ``like``, ``rlike``, arithmetic (``+ - * / % div``),
   ``negative``, ``cast`` (second argument: a string constant holding the Hive type) and any other function
-  name kept as written (``upper``).
+  name kept as written (``upper``); ``<hiveql>`` holds a sub-expression the model has no node for as HiveQL
+  text (arguments: the text, then the columns it uses).
 
 Constants of type ``decimal(p,s)`` are normalized to exactly ``s`` fraction digits on construction.
 """
@@ -22,18 +23,20 @@ import re
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Union
 
 from storage_handler.errors import FilterError
 from storage_handler.types import HiveType
 
-ConstantValue = Union[None, bool, int, float, Decimal, str, bytes, dt.date, dt.datetime]
+ConstantValue = None | bool | int | float | Decimal | str | bytes | dt.date | dt.datetime
 
 COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">=", "<=>"})
 ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "div", "&", "|", "^"})
 BINARY_OPERATORS = COMPARISONS | ARITHMETIC | {"like", "rlike"}
 _ARITY = {"not": (1, 1), "isnull": (1, 1), "isnotnull": (1, 1), "negative": (1, 1), "~": (1, 1),
-          "and": (2, None), "or": (2, None), "in": (2, None), "between": (4, 4), "cast": (2, 2)}
+          "and": (2, None), "or": (2, None), "in": (2, None), "between": (4, 4), "cast": (2, 2),
+          "<hiveql>": (1, None)}
+OPAQUE = "<hiveql>"
+"""Function name of a sub-expression kept as HiveQL text: first argument the text, then the columns it uses."""
 _FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 BOOLEAN = HiveType("boolean")
@@ -89,7 +92,7 @@ class Call:
             if not isinstance(arg, (Column, Constant, Call)):
                 raise FilterError(f"argument of {self.function!r} is not an expression node: {arg!r}")
         name = self.function
-        if name not in BINARY_OPERATORS and name != "~" and not _FUNCTION_NAME.match(name):
+        if name not in BINARY_OPERATORS and name not in ("~", OPAQUE) and not _FUNCTION_NAME.match(name):
             raise FilterError(f"{name!r} is not a valid function name (letters, digits and '_', or an operator)")
         if name != name.lower():
             raise FilterError(f"function names are lower-case, like Hive's registry: write {name.lower()!r}")
@@ -102,6 +105,9 @@ class Call:
             if not (isinstance(invert, Constant) and isinstance(invert.value, bool)):
                 raise FilterError("the first argument of 'between' is the boolean invert flag (NOT BETWEEN), "
                                   f"got {invert!r}")
+        if name == OPAQUE and not (isinstance(self.args[0], Constant) and isinstance(self.args[0].value, str)
+                                   and all(isinstance(a, Column) for a in self.args[1:])):
+            raise FilterError(f"{OPAQUE!r} takes the HiveQL text as a string constant, then the columns it uses")
         if name == "cast":
             target = self.args[1]
             if not (isinstance(target, Constant) and isinstance(target.value, str)):
@@ -113,7 +119,7 @@ class Call:
         return to_hiveql(self)
 
 
-Expr = Union[Column, Constant, Call]
+Expr = Column | Constant | Call
 
 
 # ---------------------------------------------------------------- constants
@@ -149,7 +155,7 @@ def check_constant(value: object, hive_type: HiveType | None) -> ConstantValue:
         ok = isinstance(value, dt.date) and not isinstance(value, dt.datetime)
     elif name == "timestamp":
         ok = isinstance(value, dt.datetime)
-        if ok and value.tzinfo is not None:  # type: ignore[union-attr]
+        if ok and value.tzinfo is not None:  # type: ignore[attr-defined]
             raise FilterError(f"timestamp constant {value!r} has a time zone; Hive timestamps are zone-less")
     elif name == "binary":
         ok = isinstance(value, bytes)
