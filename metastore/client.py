@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -74,7 +75,7 @@ class MetastoreClient:
         *,
         connect_timeout: float = 5.0,
         socket_timeout: float = 120.0,
-        retries: int = 4,
+        retries: int = 8,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
     ) -> None:
@@ -85,6 +86,7 @@ class MetastoreClient:
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self._ever_connected = False
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
 
@@ -110,6 +112,7 @@ class MetastoreClient:
                 "`hsh metastore start`, or pass --metastore / set HSH_METASTORE_URI to a running metastore"
             ) from e
         sock.setTimeout(int(self.socket_timeout * 1000))
+        self._ever_connected = True
         self._transport = transport
         self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
 
@@ -125,7 +128,13 @@ class MetastoreClient:
         attempt = 0
         while True:
             try:
-                self.open()
+                try:
+                    self.open()
+                except MetastoreUnavailableError as e:
+                    # Never reached: fail fast. Reached before: it is restarting, so retry like a dropped call.
+                    if not self._ever_connected:
+                        raise
+                    raise TTransport.TTransportException(message=str(e)) from e
                 assert self._client is not None
                 return fn(self._client)
             except hms.NoSuchObjectException as e:
@@ -239,7 +248,8 @@ class MetastoreClient:
     def table_lock(self, db: str, table: str, *, user: str = "hsh", wait: float = 60.0) -> Iterator[bool]:
         """Hold an exclusive HMS lock on the table; yields False if the metastore has no lock support."""
         component = hms.LockComponent(
-            type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE, dbname=db, tablename=table
+            type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE, dbname=db, tablename=table,
+            operationType=hms.DataOperationType.NO_TXN,  # UNSET is refused by Hive 2.3's lock manager
         )
         request = hms.LockRequest(component=[component], user=user, hostname=socket.gethostname())
         try:
@@ -263,10 +273,26 @@ class MetastoreClient:
             ).state
         if state != hms.LockState.ACQUIRED:
             raise MetastoreError(f"the metastore at {self.uri} did not grant the lock on {db}.{table} (state {state})")
+        stop = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(lock_id, stop), daemon=True, name="hms-lock-heartbeat")
+        beat.start()
         try:
             yield True
         finally:
+            stop.set()
+            beat.join()
             self._unlock(lock_id, db, table)
+
+    def _heartbeat(self, lock_id: int, stop: threading.Event, every: float = 60.0) -> None:
+        """Keep the lock alive past ``hive.txn.timeout`` (300 s) on a connection of its own (Thrift clients are
+        not thread-safe)."""
+        with MetastoreClient(self.uri, connect_timeout=self.connect_timeout, retries=1) as own:
+            while not stop.wait(every):
+                try:
+                    own.raw("lock heartbeat", lambda c: c.heartbeat(hms.HeartbeatRequest(lockid=lock_id)),
+                            idempotent=True)
+                except MetastoreError as e:
+                    log.warning("lock heartbeat failed (the lock may expire): %s", e)
 
     def _unlock(self, lock_id: int, db: str, table: str) -> None:
         try:

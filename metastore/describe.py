@@ -24,5 +24,28 @@ def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
         "partition_keys": [{"name": n, "type": t} for n, t in keys],
         "partitions": partitions,
         "handler": params.get(f"{PARAM_PREFIX}storage_handler"),
+        **_index_info(table.sd.location, [k for k, _ in keys]),
         "handler_parameters": {k: v for k, v in sorted(params.items()) if k.startswith(PARAM_PREFIX)},
+    }
+
+
+def _index_info(location: str, partition_keys: list[str]) -> dict[str, Any]:
+    """Index version and coverage, read from storage (the truth), not from the metastore's copy of the pointer."""
+    from storage_handler.errors import StorageHandlerError
+    from storage_handler.stats import list_data_files, load
+
+    try:
+        files = list_data_files(location, partition_keys)
+        snapshot = load(location)
+    except StorageHandlerError as e:
+        return {"index_error": str(e)}
+    if snapshot is None:
+        return {"files": len(files), "index_version": None, "index_files": 0}
+    errors = snapshot.table.column("stats_error").null_count
+    return {
+        "files": len(files),
+        "bytes": sum(f.size for f in files),
+        "index_version": snapshot.version,
+        "index_files": snapshot.table.num_rows,
+        "index_files_without_stats": snapshot.table.num_rows - errors,
     }

@@ -226,6 +226,17 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
+# Warnings and errors (with stack traces) to the service log; Hive's default config logs nothing useful here.
+_LOG4J2 = """status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %p %c{1}: %m%n
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+"""
+
+
 class LocalMetastore(LocalService):
     """Hive Metastore 2.3.10 (from the wheel's jars), Derby-backed, Thrift on the given port."""
 
@@ -234,8 +245,11 @@ class LocalMetastore(LocalService):
     def command(self, port: int) -> list[str]:
         db = self.folder / "metastore_db"
         warehouse = self.home / "warehouse"
+        log_config = self.folder / "log4j2.properties"
+        log_config.write_text(_LOG4J2)
         return [
             find_java(), "-Xmx1g", "-cp", f"{spark_home() / 'jars'}/*",
+            f"-Dlog4j.configurationFile={log_config}",
             "-Dhive.async.log.enabled=false",
             "-Ddatanucleus.schema.autoCreateAll=true",
             "-Dhive.metastore.schema.verification=false",

@@ -23,6 +23,15 @@ def add_commands(sub: Any) -> None:
     add_json_option(p)
     p.set_defaults(func=_register)
 
+    p = sub.add_parser("sync", help="add new partitions and columns found on storage; refresh the index")
+    p.add_argument("table", metavar="DB.TABLE")
+    p.add_argument("--drop-missing", action="store_true", help="also drop partitions whose folders vanished")
+    p.add_argument("--dry-run", action="store_true", help="print the diff; change nothing")
+    p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
+    add_metastore_option(p)
+    add_json_option(p)
+    p.set_defaults(func=_sync)
+
     p = sub.add_parser("drop", help="drop a table from the metastore (data is kept unless --purge)")
     p.add_argument("table", metavar="DB.TABLE")
     p.add_argument("--purge", action="store_true", help="also delete the table's files (local locations only)")
@@ -83,6 +92,31 @@ def _register(args: argparse.Namespace) -> int:
         say(f"{verb} {name}: {result['files']} files, {result['partitions_total']} partitions "
             f"({result['partitions_to_add']} new)")
         print_mapping(result, title=f"register {name}")
+    return 0
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from metastore.client import MetastoreClient
+    from metastore.sync import apply_sync, plan_sync
+    from metastore.table_spec import parse_table_name
+
+    name = parse_table_name(args.table)
+    quiet = args.json
+    with MetastoreClient(metastore_uri(args)) as client:
+        plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else say)
+        if args.dry_run:
+            result = {"dry_run": True, **plan.summary()}
+        else:
+            with progress_bar("adding partitions", len(plan.partitions_to_add), enabled=not quiet) as update:
+                result = apply_sync(client, plan, batch_size=args.batch_size, on_batch=update,
+                                    show_progress=False if quiet else None)
+    if args.json:
+        print_json(result)
+        return 0
+    verb = "would" if args.dry_run else "did"
+    say(f"sync {name} ({verb}): +{len(result['partitions_to_add'])} partitions, "
+        f"-{len(result['partitions_to_drop'])} partitions, +{len(result['new_columns'])} columns")
+    print_mapping(result, title=f"sync {name}")
     return 0
 
 

@@ -1,0 +1,146 @@
+"""``hsh sync``: bring the metastore and the index in line with what is on storage.
+
+* new partition folders are added; vanished ones are dropped only with ``--drop-missing``;
+* new columns found in the files are appended to the table schema;
+* incompatible changes are refused, naming the column, both types and the files involved: a column whose type
+  changed, a column no file has any more (dropped or renamed), partition keys that differ;
+* the index is refreshed incrementally (only new or changed footers are read).
+
+Concurrency: the whole apply runs under an exclusive HMS table lock where the metastore supports locks; the index
+commit is optimistic anyway (re-read the version, retry on conflict) and partition adds use ``ifNotExists``, so
+two syncs at once can neither lose nor duplicate a partition or an index entry. Every step is idempotent, so a
+sync interrupted by a metastore restart is finished by running it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from metastore import hooked
+from metastore.client import MetastoreClient
+from metastore.dataset import Dataset, discover, partition_path
+from metastore.register import DEFAULT_BATCH, add_partitions
+from metastore.table_spec import TableName, table_columns, table_partition_keys
+from storage_handler.errors import SchemaError
+from storage_handler.handler import StorageHandler
+from storage_handler.spark.table_props import is_spark_property, spark_table_properties
+from storage_handler.stats.listing import local_path
+from storage_handler.types import HiveType, parse_hive_type
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlan:
+    name: TableName
+    dataset: Dataset
+    new_columns: tuple[tuple[str, HiveType], ...]
+    partitions_to_add: tuple[tuple[str | None, ...], ...]
+    partitions_to_drop: tuple[str, ...]
+    missing_partitions: tuple[str, ...]  # vanished from storage (dropped only with drop_missing)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "table": str(self.name),
+            "files": len(self.dataset.files),
+            "new_columns": [{"name": n, "type": str(t)} for n, t in self.new_columns],
+            "partitions_to_add": [partition_path(self.dataset.partition_keys, v) for v in self.partitions_to_add],
+            "partitions_to_drop": list(self.partitions_to_drop),
+            "missing_partitions_kept": [p for p in self.missing_partitions if p not in self.partitions_to_drop],
+        }
+
+
+def plan_sync(
+    client: MetastoreClient, name: TableName, *, drop_missing: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> SyncPlan:
+    table = client.get_table(name.database, name.table)
+    dataset = discover(local_path(table.sd.location), location=table.sd.location, progress=progress)
+    new_columns = _schema_changes(name, table, dataset)
+    have = set(client.get_partition_names(name.database, name.table)) if dataset.partition_keys else set()
+    on_storage = {partition_path(dataset.partition_keys, v): v for v in dataset.partitions}
+    to_add = tuple(v for p, v in on_storage.items() if p not in have)
+    missing = tuple(sorted(have - on_storage.keys()))
+    return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing)
+
+
+def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tuple[str, HiveType], ...]:
+    keys_have = [(n.lower(), t) for n, t in table_partition_keys(table)]
+    keys_found = [(n, str(t)) for n, t in dataset.partition_keys]
+    if [n for n, _ in keys_have] != [n for n, _ in keys_found]:
+        raise SchemaError(
+            f"table {name}: partition keys are {[n for n, _ in keys_have]} in the metastore but the folders under "
+            f"{dataset.root} give {[n for n, _ in keys_found]}; partition keys cannot change, register a new table"
+        )
+    have = {n.lower(): parse_hive_type(t) for n, t in table_columns(table)}
+    found = {n.lower(): t for n, t in dataset.columns}
+    for column, old in have.items():
+        if column not in found:
+            raise SchemaError(
+                f"table {name}: column {column!r} ({old}) is in the metastore but in none of the "
+                f"{len(dataset.files)} files under {dataset.root} (dropped or renamed?); dropping or renaming "
+                "columns is not supported, restore the column or register a new table"
+            )
+        if str(found[column]) != str(old):
+            files = _files_with(dataset, column, found[column])
+            raise SchemaError(
+                f"table {name}: column {column!r} is {old} in the metastore but {found[column]} in "
+                f"{', '.join(files[:3])}{' ...' if len(files) > 3 else ''}; type changes are not supported, "
+                "rewrite those files with the table's type"
+            )
+    return tuple((n, t) for n, t in dataset.columns if n.lower() not in have)
+
+
+def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]:
+    import pyarrow.parquet as pq
+
+    from storage_handler.types import arrow_to_hive
+
+    hits = []
+    for f in dataset.files:
+        schema = pq.read_schema(dataset.root / f.path)
+        for field in schema:
+            if field.name.lower() == column and str(arrow_to_hive(field.type, column)) == str(hive_type):
+                hits.append(str(dataset.root / f.path))
+    return hits
+
+
+def apply_sync(
+    client: MetastoreClient, plan: SyncPlan, *, batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[int, int], None] | None = None, show_progress: bool | None = None,
+) -> dict[str, Any]:
+    name, ds = plan.name, plan.dataset
+    hook = StorageHandler().get_meta_hook()
+    hook.show_progress = show_progress
+    with client.table_lock(name.database, name.table) as locked:
+        table = client.get_table(name.database, name.table)  # re-read under the lock
+        if plan.new_columns:
+            have = {c.name.lower() for c in table.sd.cols}
+            table.sd.cols.extend(
+                hms.FieldSchema(name=n, type=str(t), comment=None) for n, t in plan.new_columns if n.lower() not in have
+            )
+            _refresh_spark_properties(table)
+        hooked.alter_table(client, table, hook)  # refreshes the index and records its version
+        added = add_partitions(client, table, ds, plan.partitions_to_add, batch_size=batch_size, on_batch=on_batch)
+        for start in range(0, len(plan.partitions_to_drop), batch_size):
+            client.drop_partitions(name.database, name.table, plan.partitions_to_drop[start : start + batch_size])
+    diff = hook.last_diff
+    return {
+        **plan.summary(), "dry_run": False, "locked": locked, "partitions_added": added,
+        "partitions_dropped": len(plan.partitions_to_drop),
+        "index_version": int(table.parameters.get("hsh.index.version", 0)),
+        "index_added": len(diff.added) if diff else 0, "index_changed": len(diff.changed) if diff else 0,
+        "index_removed": len(diff.removed) if diff else 0,
+    }
+
+
+def _refresh_spark_properties(table: Any) -> None:
+    for key in [k for k in table.parameters if is_spark_property(k)]:
+        del table.parameters[key]
+    columns = [(c.name, parse_hive_type(c.type)) for c in table.sd.cols]
+    keys = [(c.name, parse_hive_type(c.type)) for c in table.partitionKeys or []]
+    table.parameters.update(
+        spark_table_properties(f"{table.dbName}.{table.tableName}", table.sd.location, columns, keys)
+    )
