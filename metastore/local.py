@@ -14,6 +14,7 @@ and the URI. ``start`` reuses a running, answering service; ``stop`` signals exa
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -247,8 +248,9 @@ class LocalMetastore(LocalService):
         warehouse = self.home / "warehouse"
         log_config = self.folder / "log4j2.properties"
         log_config.write_text(_LOG4J2)
+        extra_classpath, main = self._main_class(port)
         return [
-            find_java(), "-Xmx1g", "-cp", f"{spark_home() / 'jars'}/*",
+            find_java(), "-Xmx1g", "-cp", f"{spark_home() / 'jars'}/*{extra_classpath}",
             f"-Dlog4j.configurationFile={log_config}",
             "-Dhive.async.log.enabled=false",
             "-Ddatanucleus.schema.autoCreateAll=true",
@@ -258,8 +260,17 @@ class LocalMetastore(LocalService):
             f"-Djavax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={db};create=true",
             f"-Dhive.metastore.warehouse.dir={warehouse}",
             f"-Dderby.stream.error.file={self.folder / 'derby.log'}",
-            "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port),
+            *main,
         ]
+
+    def _main_class(self, port: int) -> tuple[str, list[str]]:
+        """Our loopback-only launcher when it can be compiled; otherwise Hive's main, which binds every interface."""
+        classes = compile_launcher(self.folder / "classes")
+        if classes is None:
+            log.warning("no javac: the embedded metastore falls back to Hive's launcher, which listens on every "
+                        "interface; install a JDK to keep it on 127.0.0.1")
+            return "", ["org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port)]
+        return f"{os.pathsep}{classes}", ["LoopbackMetaStore", LOOPBACK, str(port)]
 
     def uri_for(self, port: int) -> str:
         return f"thrift://{LOOPBACK}:{port}"
@@ -276,6 +287,26 @@ class LocalMetastore(LocalService):
             return True
         except Exception:  # noqa: BLE001 - any failure here just means "not ready yet"
             return False
+
+
+def compile_launcher(target: Path) -> Path | None:
+    """Compile ``java/LoopbackMetaStore.java`` into ``target`` (once per source version); None without javac."""
+    source = Path(__file__).with_name("java") / "LoopbackMetaStore.java"
+    stamp = target / (hashlib.sha256(source.read_bytes()).hexdigest()[:16] + ".ok")
+    if stamp.exists():
+        return target
+    java_home = os.environ.get("JAVA_HOME")
+    javac = str(Path(java_home) / "bin" / "javac") if java_home and (Path(java_home) / "bin" / "javac").exists() \
+        else shutil.which("javac")
+    if not javac:
+        return None
+    target.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([javac, "-d", str(target), "-cp", f"{spark_home() / 'jars'}/*", str(source)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ProcessError(f"could not compile the metastore launcher {source}: {proc.stderr.strip()[-500:]}")
+    stamp.touch()
+    return target
 
 
 class LocalThriftServer(LocalService):
