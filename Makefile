@@ -28,5 +28,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	@touch $@
 
+# Real Apache Hive 4 (metastore + HiveServer2 + Postgres) in Docker; only where a Docker engine exists.
+DOCKER_WAREHOUSE ?= $(CURDIR)/.docker-warehouse
+test-docker: check-java $(STAMP)
+	@command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || \
+	  { echo "error: make test-docker needs a running Docker engine (docker info failed)" >&2; exit 1; }
+	mkdir -p $(DOCKER_WAREHOUSE) docker/lib && chmod 0777 $(DOCKER_WAREHOUSE)
+	@test -f docker/lib/postgresql.jar || docker run --rm -v $(CURDIR)/docker/lib:/out maven:3-eclipse-temurin-17 \
+	  sh -c 'mvn -q dependency:copy -Dartifact=org.postgresql:postgresql:42.7.4 -DoutputDirectory=/out && mv /out/postgresql-42.7.4.jar /out/postgresql.jar'
+	HSH_WAREHOUSE=$(DOCKER_WAREHOUSE) docker compose up -d --wait
+	HSH_WAREHOUSE=$(DOCKER_WAREHOUSE) HSH_DOCKER=1 HSH_METASTORE_URI=thrift://127.0.0.1:9083 \
+	  HSH_HIVESERVER2=127.0.0.1:10000 $(BIN)/python -m pytest -m docker $(PYTEST_ARGS); \
+	  status=$$?; HSH_WAREHOUSE=$(DOCKER_WAREHOUSE) docker compose down -v; exit $$status
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
