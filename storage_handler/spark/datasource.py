@@ -97,4 +97,17 @@ class HshReader(DataSourceReader):
         split: Split = partition.value
         schema = to_arrow_schema(StructType.fromJson(json.loads(self.schema_json)), timezone="UTC")
         yield from read_split(Path(local_path(self.identity.location)), split, schema, self.identity.columns,
-                              self.identity.partition_keys)
+                              self.identity.partition_keys, evaluator=self._evaluator())
+
+    def _evaluator(self) -> Any:
+        """The query's predicate compiled for row-group pruning (None without a usable filter)."""
+        from storage_handler.decode.serialized import decode_job_conf
+        from storage_handler.input_format import is_trivial
+        from storage_handler.pruning import PredicateEvaluator
+
+        if not self.job_properties:
+            return None
+        sarg = decode_job_conf(self.job_properties, self.identity.schema).sarg
+        if is_trivial(sarg):
+            return None
+        return PredicateEvaluator(sarg, self.identity.columns, self.identity.partition_keys)

@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage_handler.errors import DatasetError
+from storage_handler.stats import DataFile, indexed_columns, stats_from_metadata, stats_table
 from storage_handler.types import HiveType
 
 
@@ -64,6 +66,26 @@ def cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: s
         ) from e
 
 
+def row_groups_to_read(
+    metadata: pq.FileMetaData, split: Split, columns: Sequence[tuple[str, HiveType]], evaluator: Any
+) -> list[int]:
+    """The row groups whose statistics may hold a matching row: the file-level evaluator, applied per row group.
+
+    Each row group becomes one row of an index-shaped table (same statistics rules as the index: conservative
+    bounds, untrusted floats), so the very same compiled predicate decides.
+    """
+    everything = list(range(metadata.num_row_groups))
+    if evaluator is None or metadata.num_row_groups <= 1:
+        return everything
+    cols = indexed_columns(columns)
+    parts = dict(split.partition_values)
+    table = stats_table(cols, [
+        (DataFile(f"{r:09d}", 0, 0, parts), stats_from_metadata(metadata, cols, [r])) for r in everything
+    ])
+    keep = evaluator.eval(table).to_pylist()
+    return [r for r in everything if keep[r]]
+
+
 def read_split(
     location_root: Path,
     split: Split,
@@ -71,9 +93,14 @@ def read_split(
     columns: Sequence[tuple[str, HiveType]],
     partition_keys: Sequence[tuple[str, HiveType]],
     *,
+    evaluator: Any = None,
     batch_size: int = 65536,
 ) -> Iterator[pa.RecordBatch]:
-    """Yield record batches of ``schema`` (the Arrow form of Spark's schema: data columns, then partition keys)."""
+    """Yield record batches of ``schema`` (the Arrow form of Spark's schema: data columns, then partition keys).
+
+    With an ``evaluator`` (a :class:`~storage_handler.pruning.PredicateEvaluator` of the query), row groups whose
+    statistics rule out every match are skipped.
+    """
     full = location_root / split.path
     try:
         pf = pq.ParquetFile(full)
@@ -81,7 +108,8 @@ def read_split(
         raise DatasetError(f"cannot read data file {full}: {e}") from e
     present = {name.lower(): name for name in pf.schema_arrow.names}
     wanted = [present[n] for n, _ in columns if n in present]
-    groups = list(split.row_groups) if split.row_groups is not None else list(range(pf.num_row_groups))
+    groups = (list(split.row_groups) if split.row_groups is not None
+              else row_groups_to_read(pf.metadata, split, columns, evaluator))
     parts = dict(split.partition_values)
     for batch in pf.iter_batches(batch_size=batch_size, row_groups=groups, columns=wanted):
         n = batch.num_rows

@@ -85,9 +85,15 @@ def read_file_stats(
         return FileStats.failed(f"{type(exc).__name__}: {message}"[:1000])
 
 
-def stats_from_metadata(metadata: pq.FileMetaData, columns: Sequence[tuple[str, HiveType]]) -> FileStats:
-    """Stats of the given table columns from an already-read footer (pure: no I/O)."""
-    num_rows = int(metadata.num_rows)
+def stats_from_metadata(
+    metadata: pq.FileMetaData, columns: Sequence[tuple[str, HiveType]], row_groups: Sequence[int] | None = None
+) -> FileStats:
+    """Stats of the given table columns from an already-read footer (pure: no I/O).
+
+    ``row_groups`` restricts the aggregation to those row groups (the reader prunes row groups with it).
+    """
+    groups = range(metadata.num_row_groups) if row_groups is None else row_groups
+    num_rows = int(metadata.num_rows) if row_groups is None else sum(metadata.row_group(r).num_rows for r in groups)
     primitives, nested_paths = _leaf_map(metadata.schema)
     result: dict[str, ColumnStats] = {}
     for name, hive_type in columns:
@@ -103,7 +109,7 @@ def stats_from_metadata(metadata: pq.FileMetaData, columns: Sequence[tuple[str, 
             result[key] = UNKNOWN  # ambiguous when names are compared case-insensitively
             continue
         try:
-            result[key] = _column_stats(metadata, leaves[0], hive_type)
+            result[key] = _column_stats(metadata, leaves[0], hive_type, groups)
         except Exception:  # noqa: BLE001 - odd statistics in one column must not cost the whole file
             result[key] = UNKNOWN
     return FileStats(num_rows, MappingProxyType(result))
@@ -126,13 +132,13 @@ def _leaf_map(schema: pq.ParquetSchema) -> tuple[dict[str, list[int]], list[str]
     return primitives, nested
 
 
-def _column_stats(md: pq.FileMetaData, leaf: int, hive_type: HiveType) -> ColumnStats:
+def _column_stats(md: pq.FileMetaData, leaf: int, hive_type: HiveType, groups: Sequence[int]) -> ColumnStats:
     source = classify(md.schema.column(leaf))
     null_total: int | None = 0
     lo: Any = None
     hi: Any = None
     lo_known = hi_known = True
-    for r in range(md.num_row_groups):
+    for r in groups:
         rg = md.row_group(r)
         rows = rg.num_rows
         if rows == 0:
