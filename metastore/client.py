@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import socket
 import threading
 import time
@@ -59,11 +60,20 @@ def parse_metastore_uri(uri: str) -> MetastoreAddress:
     """Parse ``thrift://host:port`` (the form ``hive.metastore.uris`` uses; only the first URI of a list is used)."""
     first = uri.split(",")[0].strip()
     parsed = urlparse(first)
-    if parsed.scheme != "thrift" or not parsed.hostname or not parsed.port:
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme != "thrift" or not parsed.hostname or not port:
         raise ConfigurationError(
-            f"metastore URI {uri!r} is not of the form thrift://host:port (e.g. thrift://127.0.0.1:9083)"
+            f"metastore URI {redact(uri)!r} is not of the form thrift://host:port (e.g. thrift://127.0.0.1:9083)"
         )
-    return MetastoreAddress(parsed.hostname, parsed.port)
+    return MetastoreAddress(parsed.hostname, port)
+
+
+def redact(uri: str) -> str:
+    """``scheme://user:secret@host`` -> ``scheme://***@host``: credentials never reach messages or logs."""
+    return re.sub(r"(?<=://)[^/@\s]*@", "***@", uri)
 
 
 class MetastoreClient:
