@@ -10,11 +10,12 @@ STAMP  := $(VENV)/.hsh-installed
 demo: check-java $(STAMP)
 	$(BIN)/hsh demo
 
-test: check-java $(STAMP)
+test: check-java $(STAMP) lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check storage_handler metastore tests benchmarks pyspark_hsh.py
+	$(BIN)/mypy storage_handler metastore pyspark_hsh.py
 
 check-java:
 	@command -v java >/dev/null 2>&1 || [ -x "$$JAVA_HOME/bin/java" ] || \

@@ -111,7 +111,8 @@ def identity_from_metadata(fields: Sequence[tuple[str, Mapping[str, Any]]]) -> T
             "through the catalog (spark.sql / spark.table), or use storage_handler.spark.read_table(...)"
         )
     first = fields[0][1]
-    columns, keys = [], []
+    columns: list[tuple[str, HiveType]] = []
+    keys: list[tuple[str, HiveType]] = []
     for name, md in fields:
         t = parse_hive_type(md[MD_HIVE_TYPE])
         (keys if md.get(MD_PARTITION) else columns).append((name.lower(), t))
