@@ -12,6 +12,7 @@ import getpass
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 from metastore import hooked
 from metastore.client import MetastoreClient
@@ -124,6 +125,8 @@ def apply_registration(
     table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner, parameters=params)
     hook = StorageHandler().get_meta_hook()
     hook.show_progress = show_progress
+    if urlparse(ds.location).scheme not in ("", "file"):
+        hook.storage_root = f"file:{ds.root}"  # --location names a place we cannot list: index the scanned copy
     if plan.create_table:
         hooked.create_table(client, table, hook)
     else:

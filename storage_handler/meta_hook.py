@@ -31,26 +31,30 @@ PARAM_INDEX_VERSION = "hsh.index.version"
 class IndexMetaHook:
     """Keeps the statistics index in step with the table's life in the metastore."""
 
-    def __init__(self, *, show_progress: bool | None = None) -> None:
+    def __init__(self, *, show_progress: bool | None = None, storage_root: str | None = None) -> None:
         self.show_progress = show_progress
+        # Where the files are readable from here when the table's location is not (``register --location``
+        # s3a://... for files scanned from a local mirror): the index is built and kept there.
+        self.storage_root = storage_root
         self._created_index: set[str] = set()
         self.last_diff: Any = None
 
     # -- create
     def pre_create_table(self, table: Any) -> None:
         desc = TableDesc.from_hms(table)
-        existed = load_index(desc.location) is not None
+        root = self._root(desc)
+        existed = load_index(root) is not None
         version = self._refresh(desc)
         if not existed:
-            self._created_index.add(desc.location)
-        table.parameters[PARAM_INDEX_LOCATION] = desc.location.rstrip("/") + "/_hsh_index"
+            self._created_index.add(root)
+        table.parameters[PARAM_INDEX_LOCATION] = root.rstrip("/") + "/_hsh_index"
         table.parameters[PARAM_INDEX_VERSION] = str(version)
 
     def commit_create_table(self, table: Any) -> None:
-        self._created_index.discard(table.sd.location)
+        self._created_index.discard(self._root(TableDesc.from_hms(table)))
 
     def rollback_create_table(self, table: Any) -> None:
-        location = table.sd.location
+        location = self._root(TableDesc.from_hms(table))
         if location in self._created_index:
             log.info("create of %s.%s failed: removing the index this hook built", table.dbName, table.tableName)
             shutil.rmtree(index_dir(location), ignore_errors=True)
@@ -64,7 +68,7 @@ class IndexMetaHook:
         """The metastore kept the table, so the index stays too."""
 
     def commit_drop_table(self, table: Any, delete_data: bool) -> None:
-        location = table.sd.location
+        location = self._root(TableDesc.from_hms(table))
         if delete_data:
             shutil.rmtree(local_path(location), ignore_errors=True)
         else:
@@ -80,9 +84,12 @@ class IndexMetaHook:
     def rollback_alter_table(self, table: Any) -> None:
         """Nothing to undo: a newer index version describes the same files, only better."""
 
+    def _root(self, desc: TableDesc) -> str:
+        return self.storage_root or desc.location
+
     def _refresh(self, desc: TableDesc) -> int:
         version, diff = update_index(
-            desc.location, desc.columns, partition_columns=[k for k, _ in desc.partition_keys],
+            self._root(desc), desc.columns, partition_columns=[k for k, _ in desc.partition_keys],
             show_progress=self.show_progress,
         )
         self.last_diff = diff
