@@ -5,7 +5,8 @@ Rules (decided here, once):
 * Hidden names (starting with ``_`` or ``.``) are skipped at every level, as Hive and Spark skip them; this is
   also where the statistics index lives.
 * Every data file sits under the same sequence of ``key=value`` folders; a file elsewhere is an error naming it.
-* Partition values are unescaped as Hive escapes them (``%XX``); ``__HIVE_DEFAULT_PARTITION__`` means NULL.
+* Listing and Hive's partition-path escaping are :mod:`storage_handler.stats.listing`'s (one rule for the
+  registration and the index); ``__HIVE_DEFAULT_PARTITION__`` means NULL.
 * Partition column types are inferred: ``int`` if every value fits a 32-bit integer, ``bigint`` if every value is
   an integer, otherwise ``string`` (dates stay strings, as Hive users usually declare them).
 * The table schema is the union of all file schemas in first-seen order (files missing a column read it as NULL);
@@ -14,32 +15,21 @@ Rules (decided here, once):
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metastore.table_spec import DEFAULT_PARTITION
 from storage_handler.errors import DatasetError, SchemaError
+from storage_handler.stats.listing import DataFile, list_data_files, local_path, partition_path
 from storage_handler.types import HiveType, arrow_to_hive
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
-
-
-@dataclass(frozen=True, slots=True)
-class DataFile:
-    path: str  # relative to the dataset root, POSIX separators
-    size: int
-    mtime_ms: int
-    partition_values: tuple[tuple[str, str | None], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,76 +46,42 @@ class Dataset:
         """Distinct partition value tuples, in sorted folder order."""
         seen: dict[tuple[str | None, ...], None] = {}
         for f in self.files:
-            seen.setdefault(tuple(v for _, v in f.partition_values), None)
+            seen.setdefault(tuple(f.partition_values.values()), None)
         return list(seen) if self.partition_keys else []
 
+    def partition_name(self, values: Sequence[str | None]) -> str:
+        return partition_name(self.partition_keys, values)
+
     def partition_location(self, values: Sequence[str | None]) -> str:
-        return self.location.rstrip("/") + "/" + partition_path(self.partition_keys, values)
+        return self.location.rstrip("/") + "/" + self.partition_name(values)
 
 
-def unescape_partition_value(text: str) -> str | None:
-    """Hive's ``FileUtils.unescapePathName`` plus the default-partition rule."""
-    if text == DEFAULT_PARTITION:
-        return None
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
-
-
-_HIVE_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
-
-
-def escape_partition_value(value: str | None) -> str:
-    """Hive's ``FileUtils.escapePathName``: the characters Hive escapes become ``%XX``; None is the default partition."""
-    if value is None or value == "":
-        return DEFAULT_PARTITION
-    return "".join(f"%{ord(ch):02X}" if ch in _HIVE_ESCAPED else ch for ch in value)
-
-
-def partition_path(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | None]) -> str:
-    return "/".join(f"{k}={escape_partition_value(v)}" for (k, _), v in zip(keys, values, strict=True))
+def partition_name(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | None]) -> str:
+    """Hive's partition name (and folder), e.g. ``dt=2024-01-01/n=__HIVE_DEFAULT_PARTITION__``."""
+    return partition_path(list(zip((k for k, _ in keys), values, strict=True)))
 
 
 def local_root(path: str) -> Path:
     """The local folder for ``path`` (a plain path or a ``file:`` URI)."""
-    parsed = urlparse(path)
-    if parsed.scheme not in ("", "file"):
-        raise DatasetError(
-            f"{path!r}: only local paths and file: URIs can be scanned here; use --location to register a "
-            "different URI for the same files"
-        )
-    return Path(parsed.path if parsed.scheme else path).expanduser().resolve()
+    return Path(local_path(path))
 
 
 def list_files(root: Path) -> list[DataFile]:
-    """Every visible file under ``root`` with its Hive partition values, sorted by path."""
+    """Every visible file under ``root``; each must sit in ``key=value`` folders only (Hive reads nothing else)."""
     if not root.exists():
         raise DatasetError(f"dataset path {root} does not exist")
     if not root.is_dir():
         raise DatasetError(f"dataset path {root} is not a folder; register the folder that holds the Parquet files")
-    found: list[DataFile] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-        rel_dir = Path(dirpath).relative_to(root)
-        for name in sorted(filenames):
-            if name.startswith(("_", ".")):
-                continue
-            full = Path(dirpath) / name
-            st = full.stat()
-            rel = (rel_dir / name).as_posix()
-            found.append(DataFile(rel, st.st_size, st.st_mtime_ns // 1_000_000, _partition_values(rel)))
-    return found
-
-
-def _partition_values(rel: str) -> tuple[tuple[str, str | None], ...]:
-    values = []
-    for segment in rel.split("/")[:-1]:
-        key, eq, raw = segment.partition("=")
-        if not eq or not key:
+    files = list_data_files(str(root))
+    for f in files:
+        folders = f.path.split("/")[:-1]
+        bad = [seg for seg in folders if "=" not in seg or seg.startswith("=")]
+        if bad or len(f.partition_values) != len(folders):
             raise DatasetError(
-                f"file {rel!r} is inside folder {segment!r}, which is not a Hive partition folder (key=value); "
-                "move the file or rename the folder to start with '_' to have it ignored"
+                f"file {f.path!r} is inside folder {(bad or folders)[0]!r}, which is not a Hive partition folder "
+                "(key=value, each key once); move the file or rename the folder to start with '_' to have it ignored"
             )
-        values.append((key.lower(), unescape_partition_value(raw)))
-    return tuple(values)
+    return files
 
 
 def infer_partition_type(values: Sequence[str | None]) -> HiveType:
@@ -189,12 +145,12 @@ def discover(path: str, *, location: str | None = None,
     files = list_files(root)
     if not files:
         raise DatasetError(f"no data files under {root} (hidden names starting with '_' or '.' are ignored)")
-    key_names = [k for k, _ in files[0].partition_values]
+    key_names = list(files[0].partition_values)
     for f in files:
-        if [k for k, _ in f.partition_values] != key_names:
+        if list(f.partition_values) != key_names:
             raise DatasetError(
                 f"partition folders disagree: {files[0].path!r} has keys {key_names} but {f.path!r} has "
-                f"{[k for k, _ in f.partition_values]}; every file must sit under the same key=value levels"
+                f"{list(f.partition_values)}; every file must sit under the same key=value levels"
             )
     say(f"found {len(files)} files under {root}; reading their Parquet schemas")
     arrow_schema = unify_schemas(root, files, read_schemas(root, files))
@@ -206,7 +162,7 @@ def discover(path: str, *, location: str | None = None,
         )
     columns = tuple((fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow_schema)
     keys = tuple(
-        (k, infer_partition_type([f.partition_values[i][1] for f in files])) for i, k in enumerate(key_names)
+        (k, infer_partition_type([f.partition_values[k] for f in files])) for k in key_names
     )
     return Dataset(
         root=root,

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from metastore import hooked
 from metastore.client import MetastoreClient
-from metastore.dataset import Dataset, discover, partition_path
+from metastore.dataset import Dataset, discover
 from metastore.table_spec import (
     TableName,
     build_partition,
@@ -57,7 +57,7 @@ class RegistrationPlan:
             "create_table": self.create_table,
             "partitions_to_add": len(self.missing_partitions),
             "sample_partitions_to_add": [
-                partition_path(ds.partition_keys, v) for v in self.missing_partitions[:5]
+                ds.partition_name(v) for v in self.missing_partitions[:5]
             ],
         }
 
@@ -82,7 +82,7 @@ def plan_registration(
         if dataset.partition_keys:
             existing_parts = set(client.get_partition_names(name.database, name.table))
     missing = tuple(
-        v for v in dataset.partitions if partition_path(dataset.partition_keys, v) not in existing_parts
+        v for v in dataset.partitions if dataset.partition_name(v) not in existing_parts
     )
     return RegistrationPlan(
         name=name, dataset=dataset, create_database=create_database, create_table=create_table,

@@ -22,7 +22,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from metastore import hooked
 from metastore.client import MetastoreClient
-from metastore.dataset import Dataset, discover, partition_path
+from metastore.dataset import Dataset, discover
 from metastore.register import DEFAULT_BATCH, add_partitions
 from metastore.table_spec import TableName, table_columns, table_partition_keys
 from storage_handler.errors import SchemaError
@@ -46,7 +46,7 @@ class SyncPlan:
             "table": str(self.name),
             "files": len(self.dataset.files),
             "new_columns": [{"name": n, "type": str(t)} for n, t in self.new_columns],
-            "partitions_to_add": [partition_path(self.dataset.partition_keys, v) for v in self.partitions_to_add],
+            "partitions_to_add": [self.dataset.partition_name(v) for v in self.partitions_to_add],
             "partitions_to_drop": list(self.partitions_to_drop),
             "missing_partitions_kept": [p for p in self.missing_partitions if p not in self.partitions_to_drop],
         }
@@ -60,7 +60,7 @@ def plan_sync(
     dataset = discover(local_path(table.sd.location), location=table.sd.location, progress=progress)
     new_columns = _schema_changes(name, table, dataset)
     have = set(client.get_partition_names(name.database, name.table)) if dataset.partition_keys else set()
-    on_storage = {partition_path(dataset.partition_keys, v): v for v in dataset.partitions}
+    on_storage = {dataset.partition_name(v): v for v in dataset.partitions}
     to_add = tuple(v for p, v in on_storage.items() if p not in have)
     missing = tuple(sorted(have - on_storage.keys()))
     return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing)

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from storage_handler.errors import InvalidNameError
+from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION as DEFAULT_PARTITION
 from storage_handler.types import HiveType
 
 INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
 OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
 SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
-DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 PARAM_PREFIX = "hsh."
 PARAM_HANDLER = "hsh.storage_handler"

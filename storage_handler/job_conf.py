@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storage_handler.errors import ConfigurationError
-from storage_handler.types import HiveType, parse_hive_type
+from storage_handler.types import HiveType, parse_hive_type, split_top_level
 
 INPUT_DIR = "mapreduce.input.fileinputformat.inputdir"
 LOCATION = "location"
@@ -33,24 +33,9 @@ INDEX_VERSION = "hsh.index.version"
 FILTER_KEYS = (FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN)
 
 
-def split_types(text: str) -> list[str]:
-    """Split a colon-separated type list, ignoring colons nested in ``struct<a:int>``."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        elif ch == ":" and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p for p in parts if p]
-
-
 def _pairs(names_text: str, types_text: str, sep: str, what: str) -> tuple[tuple[str, HiveType], ...]:
     names = [n for n in names_text.split(sep) if n] if names_text else []
-    types = split_types(types_text) if types_text else []
+    types = [t for t in split_top_level(types_text, ":") if t] if types_text else []
     if len(names) != len(types):
         raise ConfigurationError(
             f"job configuration lists {len(names)} {what} names but {len(types)} types; "

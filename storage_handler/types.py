@@ -234,21 +234,26 @@ def hive_columns_text(columns: Iterable[tuple[str, HiveType]]) -> tuple[str, str
     return ",".join(n for n, _ in cols), ":".join(str(t) for _, t in cols)
 
 
-def parse_schema_text(text: str) -> list[tuple[str, HiveType]]:
-    """Parse ``'a int, b decimal(10,2), c map<string,int>'`` into (lower-cased name, type) pairs."""
-    result: list[tuple[str, HiveType]] = []
-    depth, start = 0, 0
+def split_top_level(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` outside ``<...>`` and ``(...)``: ``"a:struct<x:int>"`` -> ``["a", "struct<x:int>"]``."""
     parts: list[str] = []
+    depth, start = 0, 0
     for i, ch in enumerate(text):
         if ch in "<(":
             depth += 1
         elif ch in ">)":
             depth -= 1
-        elif ch == "," and depth == 0:
+        elif ch == sep and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
-    for part in parts:
+    return parts
+
+
+def parse_schema_text(text: str) -> list[tuple[str, HiveType]]:
+    """Parse ``'a int, b decimal(10,2), c map<string,int>'`` into (lower-cased name, type) pairs."""
+    result: list[tuple[str, HiveType]] = []
+    for part in split_top_level(text, ","):
         part = part.strip()
         if not part:
             continue

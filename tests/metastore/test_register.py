@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from metastore.dataset import escape_partition_value, unescape_partition_value
 from metastore.register import apply_registration, plan_registration
 from metastore.table_spec import INPUT_FORMAT, SERDE, parse_table_name
+from storage_handler.stats.listing import escape_partition_value, unescape_partition_value
 from tests.helpers import run_hsh
 
 
