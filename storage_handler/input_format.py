@@ -163,5 +163,30 @@ class ParquetInputFormat:
         return [Split(f.path, f.length, f.partition_values) for f in result.files]
 
 
+def pack_splits(
+    splits: Sequence[Split], parallelism: int, *, max_bytes: int = 128 << 20, open_cost: int = 4 << 20
+) -> list[tuple[Split, ...]]:
+    """Group splits into read tasks the way Spark packs files (``maxPartitionBytes``, ``openCostInBytes``).
+
+    One task per file drowns small files in per-task overhead; one task for everything loses parallelism. Each
+    task gets about ``total / parallelism`` bytes, at most ``max_bytes``; largest files are placed first.
+    """
+    if not splits:
+        return []
+    total = sum(s.size + open_cost for s in splits)
+    target = min(max_bytes, max(open_cost, total // max(1, parallelism)))
+    bins: list[list[Split]] = []
+    current: list[Split] = []
+    size = 0
+    for split in sorted(splits, key=lambda s: s.size, reverse=True):
+        if current and size + split.size + open_cost > target:
+            bins.append(current)
+            current, size = [], 0
+        current.append(split)
+        size += split.size + open_cost
+    bins.append(current)
+    return [tuple(b) for b in bins]
+
+
 def _sum(values: pa.Array | pa.ChunkedArray) -> int:
     return int(pc.sum(values).as_py() or 0)

@@ -19,6 +19,7 @@ on this path (``read_table`` and ``hsh scan`` accept any HiveQL predicate).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -79,14 +80,15 @@ class HshReader(DataSourceReader):
         return props
 
     def partitions(self) -> Sequence[InputPartition]:
-        from storage_handler.input_format import ParquetInputFormat
+        from storage_handler.input_format import ParquetInputFormat, pack_splits
         from storage_handler.spark.metrics import record_scan
 
         props = self.job_properties or self._configure(None)
         input_format = ParquetInputFormat()
         result = input_format.list_status(props)
         record_scan({**result.metrics.as_dict(), "path": "spark-datasource", "pushed_filters": self.pushed_filters})
-        return [InputPartition(split) for split in input_format.get_splits(props, result)]
+        splits = input_format.get_splits(props, result)
+        return [InputPartition(group) for group in pack_splits(splits, parallelism=2 * (os.cpu_count() or 1))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -94,10 +96,13 @@ class HshReader(DataSourceReader):
         from storage_handler.spark.reader import read_split
         from storage_handler.stats.listing import local_path
 
-        split: Split = partition.value
+        splits: tuple[Split, ...] = partition.value
         schema = to_arrow_schema(StructType.fromJson(json.loads(self.schema_json)), timezone="UTC")
-        yield from read_split(Path(local_path(self.identity.location)), split, schema, self.identity.columns,
-                              self.identity.partition_keys, evaluator=self._evaluator())
+        root = Path(local_path(self.identity.location))
+        evaluator = self._evaluator()
+        for split in splits:
+            yield from read_split(root, split, schema, self.identity.columns, self.identity.partition_keys,
+                                  evaluator=evaluator)
 
     def _evaluator(self) -> Any:
         """The query's predicate compiled for row-group pruning (None without a usable filter)."""

@@ -8,6 +8,8 @@ row-group filtering -- and the filter is applied on top, so results equal a full
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from storage_handler.spark.metrics import record_scan
@@ -41,6 +43,26 @@ def load_table_desc(spark: SparkSession, table: str) -> TableDesc:
         return TableDesc.from_hms(client.get_table(name.database, name.table))
 
 
+@contextmanager
+def _serial_listing(spark: SparkSession, paths: int) -> Iterator[None]:
+    """Stat the kept files on the driver instead of in a Spark job.
+
+    With more than ``spark.sql.sources.parallelPartitionDiscovery.threshold`` (32) paths Spark lists them with a
+    distributed job of one task per path, which costs more than the pruning saves; the handler already listed
+    them, so a serial stat is cheap. The setting is restored afterwards (the DataFrame's file index is built here).
+    """
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, str(max(paths + 1, 32)))
+    try:
+        yield
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
+
+
 def read_table(spark: SparkSession, table: str, where: str | None = None) -> DataFrame:
     """A DataFrame of ``table`` (``db.table``) reading only the files that may match ``where`` (HiveQL)."""
     from pyspark.sql.types import StructType
@@ -58,7 +80,8 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
     else:
         root = local_path(desc.location).rstrip("/")
         paths = [f"file://{root}/{f.path}" for f in result.files]
-        df = spark.read.schema(schema).option("basePath", f"file://{root}").parquet(*paths)
+        with _serial_listing(spark, len(paths)):
+            df = spark.read.schema(schema).option("basePath", f"file://{root}").parquet(*paths)
         df = df.select(*[n for n, _ in desc.schema])
     return df.where(where) if where else df
 
