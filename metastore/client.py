@@ -18,10 +18,9 @@ import contextlib
 import logging
 import re
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -29,6 +28,7 @@ from urllib.parse import urlparse
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.protocol import TBinaryProtocol
+from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
@@ -155,7 +155,7 @@ class MetastoreClient:
                 raise MetastoreError(
                     f"the metastore at {self.uri} refused the call for {subject}: {getattr(e, 'message', e)}"
                 ) from e
-            except TApplicationException as e:
+            except (TApplicationException, TProtocolException) as e:
                 raise MetastoreError(
                     f"the metastore at {self.uri} failed on {subject}: {e.message or e} "
                     "(is it a Hive 2.x/3.x/4.x metastore speaking the binary Thrift protocol?)"
@@ -254,61 +254,11 @@ class MetastoreClient:
         self._call(f"partitions of {db}.{table}", lambda c: c.drop_partitions_req(request), idempotent=True)
 
     # ------------------------------------------------------------------ locks
-    @contextmanager
-    def table_lock(self, db: str, table: str, *, user: str = "hsh", wait: float = 60.0) -> Iterator[bool]:
-        """Hold an exclusive HMS lock on the table; yields False if the metastore has no lock support."""
-        component = hms.LockComponent(
-            type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE, dbname=db, tablename=table,
-            operationType=hms.DataOperationType.NO_TXN,  # UNSET is refused by Hive 2.3's lock manager
-        )
-        request = hms.LockRequest(component=[component], user=user, hostname=socket.gethostname())
-        try:
-            response = self._call(f"lock on {db}.{table}", lambda c: c.lock(request), idempotent=False)
-        except MetastoreError as e:
-            if isinstance(e, MetastoreUnavailableError):
-                raise
-            log.info("metastore %s has no usable lock API (%s); relying on optimistic checks", self.uri, e)
-            yield False
-            return
-        lock_id = response.lockid
-        deadline = time.monotonic() + wait
-        state = response.state
-        while state == hms.LockState.WAITING:
-            if time.monotonic() > deadline:
-                self._unlock(lock_id, db, table)
-                raise MetastoreError(f"timed out after {wait:.0f}s waiting for the lock on {db}.{table} at {self.uri}")
-            time.sleep(0.2)
-            state = self._call(
-                f"lock on {db}.{table}", lambda c: c.check_lock(hms.CheckLockRequest(lockid=lock_id)), idempotent=True
-            ).state
-        if state != hms.LockState.ACQUIRED:
-            raise MetastoreError(f"the metastore at {self.uri} did not grant the lock on {db}.{table} (state {state})")
-        stop = threading.Event()
-        beat = threading.Thread(target=self._heartbeat, args=(lock_id, stop), daemon=True, name="hms-lock-heartbeat")
-        beat.start()
-        try:
-            yield True
-        finally:
-            stop.set()
-            beat.join()
-            self._unlock(lock_id, db, table)
+    def table_lock(self, db: str, table: str, *, wait: float = 180.0) -> AbstractContextManager[bool]:
+        """Exclusive HMS table lock (see :mod:`metastore.locks`); yields False where the metastore has none."""
+        from metastore.locks import table_lock
 
-    def _heartbeat(self, lock_id: int, stop: threading.Event, every: float = 60.0) -> None:
-        """Keep the lock alive past ``hive.txn.timeout`` (300 s) on a connection of its own (Thrift clients are
-        not thread-safe)."""
-        with MetastoreClient(self.uri, connect_timeout=self.connect_timeout, retries=1) as own:
-            while not stop.wait(every):
-                try:
-                    own.raw("lock heartbeat", lambda c: c.heartbeat(hms.HeartbeatRequest(lockid=lock_id)),
-                            idempotent=True)
-                except MetastoreError as e:
-                    log.warning("lock heartbeat failed (the lock may expire): %s", e)
-
-    def _unlock(self, lock_id: int, db: str, table: str) -> None:
-        try:
-            self._call(f"lock on {db}.{table}", lambda c: c.unlock(hms.UnlockRequest(lockid=lock_id)), idempotent=True)
-        except MetastoreError as e:  # the lock times out on the server; never mask the caller's own error
-            log.warning("could not release the metastore lock %s on %s.%s: %s", lock_id, db, table, e)
+        return table_lock(self, db, table, wait=wait)
 
     def raw(self, subject: str, fn: Callable[[Any], T], *, idempotent: bool) -> T:
         """Escape hatch for Thrift calls not wrapped above, with the same error translation."""

@@ -16,7 +16,7 @@ Rules (decided here, once):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,20 +40,20 @@ class Dataset:
     columns: tuple[tuple[str, HiveType], ...]
     partition_keys: tuple[tuple[str, HiveType], ...]
     arrow_schema: pa.Schema = field(compare=False)
+    partition_folders: Mapping[tuple[str | None, ...], str] = field(default_factory=dict, compare=False)
+    """Each partition's real folder (relative); ``p=`` and ``p=__HIVE_DEFAULT_PARTITION__`` are both NULL."""
 
     @property
     def partitions(self) -> list[tuple[str | None, ...]]:
         """Distinct partition value tuples, in sorted folder order."""
-        seen: dict[tuple[str | None, ...], None] = {}
-        for f in self.files:
-            seen.setdefault(tuple(f.partition_values.values()), None)
-        return list(seen) if self.partition_keys else []
+        return list(self.partition_folders) if self.partition_keys else []
 
     def partition_name(self, values: Sequence[str | None]) -> str:
         return partition_name(self.partition_keys, values)
 
     def partition_location(self, values: Sequence[str | None]) -> str:
-        return self.location.rstrip("/") + "/" + self.partition_name(values)
+        folder = self.partition_folders.get(tuple(values)) or self.partition_name(values)
+        return self.location.rstrip("/") + "/" + folder
 
 
 def partition_name(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | None]) -> str:
@@ -82,6 +82,19 @@ def list_files(root: Path) -> list[DataFile]:
                 "(key=value, each key once); move the file or rename the folder to start with '_' to have it ignored"
             )
     return files
+
+
+def _partition_folders(root: Path, files: Sequence[DataFile]) -> dict[tuple[str | None, ...], str]:
+    folders: dict[tuple[str | None, ...], str] = {}
+    for f in files:
+        folder = f.path.rsplit("/", 1)[0]
+        values = tuple(f.partition_values.values())
+        if folders.setdefault(values, folder) != folder:
+            raise DatasetError(
+                f"folders {folders[values]!r} and {folder!r} under {root} are the same Hive partition (an empty "
+                "value and __HIVE_DEFAULT_PARTITION__ are both NULL); move the files into one of them"
+            )
+    return folders
 
 
 def infer_partition_type(values: Sequence[str | None]) -> HiveType:
@@ -171,4 +184,5 @@ def discover(path: str, *, location: str | None = None,
         columns=columns,
         partition_keys=keys,
         arrow_schema=arrow_schema,
+        partition_folders=_partition_folders(root, files) if keys else {},
     )

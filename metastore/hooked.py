@@ -6,6 +6,7 @@ it (or ``commit``) failed. So a failure at any step leaves neither a half-regist
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from metastore.client import MetastoreClient
@@ -47,3 +48,19 @@ def alter_table(client: MetastoreClient, table: Any, hook: Any) -> None:
     finally:
         if not ok:
             hook.rollback_alter_table(table)
+
+
+def refresh_table(
+    client: MetastoreClient, db: str, name: str, hook: Any, change: Callable[[Any], None] | None = None
+) -> tuple[Any, bool]:
+    """Under the table's HMS lock: re-read the table, apply ``change`` to it, and alter it through the hook.
+
+    Re-reading under the lock is what keeps a concurrent writer's change (a column ``sync`` just added) from
+    being written back out by a stale table object. Returns the table as altered, and whether the lock was held.
+    """
+    with client.table_lock(db, name) as locked:
+        table = client.get_table(db, name)
+        if change is not None:
+            change(table)
+        alter_table(client, table, hook)
+    return table, locked

@@ -129,9 +129,8 @@ def apply_registration(
         hook.storage_root = f"file:{ds.root}"  # --location names a place we cannot list: index the scanned copy
     if plan.create_table:
         hooked.create_table(client, table, hook)
-    else:
-        current = client.get_table(name.database, name.table)
-        hooked.alter_table(client, current, hook)  # refreshes the index, records its version
+    else:  # refresh the index and record its version, under the lock, on a freshly read table
+        current, _locked = hooked.refresh_table(client, name.database, name.table, hook)
     added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)
     result = plan.summary()
     result["partitions_added"] = added

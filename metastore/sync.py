@@ -114,18 +114,20 @@ def apply_sync(
     name, ds = plan.name, plan.dataset
     hook = StorageHandler().get_meta_hook()
     hook.show_progress = show_progress
-    with client.table_lock(name.database, name.table) as locked:
-        table = client.get_table(name.database, name.table)  # re-read under the lock
+    def add_new_columns(table: Any) -> None:
         if plan.new_columns:
             have = {c.name.lower() for c in table.sd.cols}
             table.sd.cols.extend(
                 hms.FieldSchema(name=n, type=str(t), comment=None) for n, t in plan.new_columns if n.lower() not in have
             )
             _refresh_spark_properties(table)
-        hooked.alter_table(client, table, hook)  # refreshes the index and records its version
-        added = add_partitions(client, table, ds, plan.partitions_to_add, batch_size=batch_size, on_batch=on_batch)
-        for start in range(0, len(plan.partitions_to_drop), batch_size):
-            client.drop_partitions(name.database, name.table, plan.partitions_to_drop[start : start + batch_size])
+
+    # The schema change and the index refresh happen under the lock on a freshly read table; partition calls are
+    # idempotent (ifNotExists / ifExists), so they need no lock.
+    table, locked = hooked.refresh_table(client, name.database, name.table, hook, add_new_columns)
+    added = add_partitions(client, table, ds, plan.partitions_to_add, batch_size=batch_size, on_batch=on_batch)
+    for start in range(0, len(plan.partitions_to_drop), batch_size):
+        client.drop_partitions(name.database, name.table, plan.partitions_to_drop[start : start + batch_size])
     diff = hook.last_diff
     return {
         **plan.summary(), "dry_run": False, "locked": locked, "partitions_added": added,

@@ -108,7 +108,7 @@ def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]
     for name in STATS_COLUMNS:
         if name in index.column_names:
             out = out.append_column(name, pc.take(index.column(name), positions))
-    return out, scan.num_rows - pc.sum(fresh).as_py()
+    return out, scan.num_rows - (pc.sum(fresh).as_py() or 0)  # sum of nothing is null
 
 
 class ParquetInputFormat:

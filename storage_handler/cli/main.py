@@ -12,6 +12,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from rich.markup import escape
+
 from storage_handler.cli import pruning, services, tables
 from storage_handler.cli.output import err
 from storage_handler.errors import StorageHandlerError
@@ -36,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except StorageHandlerError as e:
-        err.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+        one_line = " ".join(str(e).split())  # a library's message may carry newlines; ours is one line
+        err.print(f"[bold red]error:[/bold red] {escape(one_line)}", highlight=False)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -18,7 +19,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 def say(message: str) -> None:
     """Progress narration: stderr, so stdout stays clean for --json."""
-    err.print(f"[dim]•[/dim] {message}", highlight=False)
+    err.print(f"[dim]•[/dim] {escape(message)}", highlight=False)
 
 
 def print_json(data: Any) -> None:
@@ -30,7 +31,7 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str
     for c in columns:
         table.add_column(c)
     for r in rows:
-        table.add_row(*("NULL" if v is None else str(v) for v in r))
+        table.add_row(*("NULL" if v is None else escape(str(v)) for v in r))
     out.print(table)
 
 
@@ -39,7 +40,7 @@ def print_mapping(data: dict[str, Any], title: str | None = None) -> None:
     table.add_column("key", style="bold")
     table.add_column("value")
     for k, v in data.items():
-        table.add_row(k, json.dumps(v, default=str) if isinstance(v, (list, dict)) else str(v))
+        table.add_row(escape(k), escape(json.dumps(v, default=str) if isinstance(v, (list, dict)) else str(v)))
     out.print(table)
 
 

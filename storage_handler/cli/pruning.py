@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.markup import escape
+
 from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
 from storage_handler.cli.output import out, print_json, print_mapping, print_rows, say
 from storage_handler.errors import ConfigurationError
@@ -68,7 +70,7 @@ def _scan(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    out.print(f"[bold]SearchArgument[/bold] {m.sarg}", highlight=False)
+    out.print(f"[bold]SearchArgument[/bold] {escape(m.sarg)}", highlight=False)
     pct = 100 * m.bytes_kept / m.bytes_total if m.bytes_total else 100.0
     out.print(f"kept [bold]{m.files_kept}[/bold]/{m.files_total} files, {m.bytes_kept}/{m.bytes_total} bytes "
               f"({pct:.1f}%); partitions kept {m.files_after_partitions}; files without stats "
@@ -118,10 +120,9 @@ def _index_refresh(args: argparse.Namespace) -> int:
 
     name = parse_table_name(args.table)
     with MetastoreClient(metastore_uri(args)) as client:
-        table = client.get_table(name.database, name.table)
         hook = StorageHandler().get_meta_hook()
         hook.show_progress = False if args.json else None
-        hooked.alter_table(client, table, hook)
+        table, _locked = hooked.refresh_table(client, name.database, name.table, hook)
     diff = hook.last_diff
     data = {
         "table": str(name), "index_version": int(table.parameters.get("hsh.index.version", 0)),
@@ -136,5 +137,5 @@ def _index_refresh(args: argparse.Namespace) -> int:
             + (" (full rebuild: the columns changed)" if diff.full_rebuild else ""))
         for kind in ("added", "changed", "removed"):
             for path in data[kind]:
-                out.print(f"  {kind:8} {path}", highlight=False)
+                out.print(f"  {kind:8} {escape(path)}", highlight=False)
     return 0

@@ -13,9 +13,13 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None) -> dict[str, st
     (an embedded tool must not open ports to the network); Python data-source filter pushdown is on, or the
     handler never sees the query's filters.
     """
+    from metastore.client import parse_metastore_uri
+
     conf = {
         "spark.sql.catalogImplementation": "hive",
-        "spark.hadoop.hive.metastore.uris": metastore_uri,
+        # thrift://host:port only: the binary metastore protocol never uses URI credentials, and a command line
+        # is visible to every local user.
+        "spark.hadoop.hive.metastore.uris": parse_metastore_uri(metastore_uri).uri,
         "spark.sql.python.filterPushdown.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",

@@ -27,8 +27,9 @@ def session(
     """
     from pyspark.sql import SparkSession
 
-    from metastore.local import resolve_metastore_uri, state_home
+    from metastore.local import find_java, resolve_metastore_uri, state_home
 
+    find_java()  # one clear line instead of pyspark's JAVA_GATEWAY_EXITED traceback
     uri = resolve_metastore_uri(metastore_uri)
     # Python workers (the data source's readers) must import this project: use this very interpreter.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -22,7 +22,7 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from storage_handler.errors import ConfigurationError, DatasetError
 
@@ -76,8 +76,9 @@ def unescape_path_name(text: str) -> str:
 
 
 def unescape_partition_value(text: str) -> str | None:
-    """Decode a partition folder value: ``__HIVE_DEFAULT_PARTITION__`` is NULL, anything else Hive-unescaped."""
-    if text == HIVE_DEFAULT_PARTITION:
+    """Decode a partition folder value: ``__HIVE_DEFAULT_PARTITION__`` and the empty value (``k=``) are NULL, as
+    Hive writes both as the default partition; anything else is Hive-unescaped."""
+    if text in (HIVE_DEFAULT_PARTITION, ""):
         return None
     return unescape_path_name(text)
 
@@ -103,7 +104,7 @@ def local_path(table_location: str) -> str:
                 f"table location {table_location!r} names host {parsed.netloc!r}; only local file: URIs are "
                 "supported by the stats index for now (use file:///path)"
             )
-        return os.path.abspath(unquote(parsed.path))
+        return os.path.abspath(parsed.path)  # Hive locations are not URI-encoded: '%25' is a literal '%25'
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", table_location):
         raise ConfigurationError(
             f"table location {table_location!r}: only the local file system is supported by the stats index for "
