@@ -13,6 +13,7 @@ One place for every type rule in the project. Decisions, so nobody has to guess:
 
 from __future__ import annotations
 
+import decimal
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ PRIMITIVES = frozenset(
     {"tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary", "date",
      "timestamp", "decimal", "varchar", "char"}
 )
+# Decimal arithmetic context wide enough for decimal(38, s) and any literal we accept: the default context has 28
+# digits and would silently round a 38-digit literal (a wrong prune).
+EXACT_DECIMALS = decimal.Context(prec=200, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
 _INTEGER_RANGES = {
     "tinyint": (-(2**7), 2**7 - 1),
     "smallint": (-(2**15), 2**15 - 1),

@@ -33,7 +33,7 @@ from fractions import Fraction
 import pyarrow as pa
 
 from storage_handler.errors import FilterError
-from storage_handler.types import HiveType, hive_to_arrow
+from storage_handler.types import EXACT_DECIMALS, HiveType, hive_to_arrow
 
 _DATE_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}")
 _MAX_DOUBLE = sys.float_info.max
@@ -100,7 +100,7 @@ def convert_literal(value: object, hive_type: HiveType) -> DomainPoint:
         limit = 10**precision - 1
         number = _exact_number(value)
         scaled = number if isinstance(number, float) else number * 10**scale
-        return _integer_point(scaled, -limit, limit, lambda k: Decimal(k).scaleb(-scale))
+        return _integer_point(scaled, -limit, limit, lambda k: Decimal(k).scaleb(-scale, EXACT_DECIMALS))
     if name in ("float", "double"):
         return _double_point(_exact_number(value))
     if name in ("string", "varchar"):

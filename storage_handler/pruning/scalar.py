@@ -25,7 +25,7 @@ from storage_handler.pruning.domain import COMPARABLE_TYPES, UnconvertibleLitera
 from storage_handler.pruning.partitions import HIVE_DEFAULT_PARTITION, PARSED_TYPES, PARTITION_VALUES_COLUMN
 from storage_handler.pruning.tree import Leaf, leaf_from_sarg
 from storage_handler.sarg import LeafOperator, SearchArgument, TruthValue
-from storage_handler.types import HiveType
+from storage_handler.types import EXACT_DECIMALS, HiveType
 
 Op = LeafOperator
 TV = TruthValue
@@ -363,7 +363,7 @@ def _decimal_text(text: str, precision: int, scale: int) -> Decimal:
         value = Decimal(text)
     except InvalidOperation as exc:
         raise _Unknown from exc
-    scaled = value.scaleb(scale)
+    scaled = value.scaleb(scale, EXACT_DECIMALS)
     if scaled != scaled.to_integral_value() or abs(scaled) > 10**precision - 1:
         raise _Unknown
     return value

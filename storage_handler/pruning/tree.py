@@ -17,6 +17,7 @@ from typing import Any
 
 from storage_handler.errors import FilterError
 from storage_handler.sarg import ExprOp, LeafOperator, LeafType, SearchArgument, TruthValue
+from storage_handler.types import EXACT_DECIMALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +115,7 @@ def format_literal(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, Decimal):
-        return format(value.normalize(), "f")
+        return format(value.normalize(EXACT_DECIMALS), "f")
     if isinstance(value, dt.datetime):
         text = value.strftime("%Y-%m-%d %H:%M:%S")
         fraction = f"{value.microsecond:06d}".rstrip("0") or "0"
