@@ -13,6 +13,7 @@ called by ``conftest.py``) and run while the rest of the suite does; the tests b
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -111,6 +112,7 @@ def stop_background() -> None:
     bg.pool.shutdown(wait=True, cancel_futures=True)
     for ms in bg.metastores.values():  # a scenario may have restarted one while we stopped it
         ms.stop()
+    shutil.rmtree(bg.tmp, ignore_errors=True)
 
 
 def observed(chain: str, step: str) -> dict[str, Any]:
