@@ -12,10 +12,11 @@ Every query runs through three paths over the *same* Parquet files:
   (c) ``read_table`` ``storage_handler.spark.read_table``: the handler picks the files, Spark's native reader reads
                      them.
 
-Each (query, path) runs once to warm up and check results, then ``--repeat`` times, the paths interleaved round
-robin; medians are reported. Results of (b) and (c) must equal (a)'s exactly, or the script exits with code 1
-(after writing the report). Output: ``benchmarks/results/tpch.md`` (table + machine), ``tpch.png`` (chart),
-``tpch.json`` (every timing), and the table on stdout. See ``benchmarks/README.md`` for how to read them.
+Every (query, path) runs ``--warmup`` untimed rounds, then ``--repeat`` timed ones, the paths interleaved round
+robin; medians are reported. A timed run during which other processes used more than ``--max-interference`` of
+the CPU is repeated (up to 3 times). Results of (b) and (c) must equal (a)'s exactly, or the script exits with
+code 1 (after writing the report). Output: ``benchmarks/results/tpch.md`` (tables + machine), ``tpch.png``
+(chart), ``tpch.json`` (every timing), and the tables on stdout. ``benchmarks/README.md`` says how to read them.
 """
 
 from __future__ import annotations
