@@ -26,6 +26,7 @@ from storage_handler.errors import FilterError
 from storage_handler.sarg import LeafType, SearchArgument, SearchArgumentFactory
 from storage_handler.sarg.literals import check_literal
 from storage_handler.types import HiveType, arrow_to_hive
+from tests.pruning.helpers import add_leaf
 
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_DATE = dt.date(1970, 1, 1)
@@ -415,14 +416,7 @@ def build_sarg(tree: Any) -> SearchArgument:
             b.end()
             return
         op, column, leaf_type, literals = node
-        if op == "is_null":
-            b.is_null(column, leaf_type)
-        elif op == "in_":
-            b.in_(column, leaf_type, *literals)
-        elif op == "between":
-            b.between(column, leaf_type, *literals)
-        else:
-            getattr(b, op)(column, leaf_type, literals[0])
+        add_leaf(b, op, column, leaf_type, literals)
 
     add(tree)
     return b.build()

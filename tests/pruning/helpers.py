@@ -68,6 +68,12 @@ def single(op: str, column: str, *literals: object) -> SearchArgument:
     """A one-leaf SearchArgument: ``single("less_than", "x", 5)``; the LeafType follows the literal's class."""
     b = builder()
     kind = leaf_type_of(literals[0]) if literals and literals[0] is not None else LeafType.LONG
+    add_leaf(b, op, column, kind, literals)
+    return b.build()
+
+
+def add_leaf(b: Any, op: str, column: str, kind: LeafType, literals: Sequence[object]) -> None:
+    """Call the builder method named ``op`` with the literals in the shape that method takes."""
     if op == "is_null":
         b.is_null(column, kind)
     elif op == "in_":
@@ -76,7 +82,6 @@ def single(op: str, column: str, *literals: object) -> SearchArgument:
         b.between(column, kind, *literals)
     else:
         getattr(b, op)(column, kind, literals[0])
-    return b.build()
 
 
 def negated(op: str, column: str, *literals: object) -> SearchArgument:

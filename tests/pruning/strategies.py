@@ -17,7 +17,7 @@ from storage_handler.errors import FilterError
 from storage_handler.pruning.partitions import HIVE_DEFAULT_PARTITION
 from storage_handler.sarg import SearchArgument
 from storage_handler.types import HiveType, parse_schema_text
-from tests.pruning.helpers import builder, leaf_type_of
+from tests.pruning.helpers import add_leaf, builder, leaf_type_of
 
 F32_MAX = 3.4028234663852886e38
 F32_TENTH = 0.10000000149011612
@@ -161,14 +161,7 @@ def leaf_spec(draw: st.DrawFn) -> tuple[str, str, tuple[Any, ...]]:
 def _add_leaf(b: Any, spec: tuple[str, str, tuple[Any, ...]]) -> None:
     op, column, literals = spec
     kind = leaf_type_of(literals[0]) if literals else leaf_type_of(0)
-    if op == "is_null":
-        b.is_null(column, kind)
-    elif op == "in_":
-        b.in_(column, kind, *literals)
-    elif op == "between":
-        b.between(column, kind, *literals)
-    else:
-        getattr(b, op)(column, kind, literals[0])
+    add_leaf(b, op, column, kind, literals)
 
 
 def trees(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
