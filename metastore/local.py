@@ -14,7 +14,6 @@ and the URI. ``start`` reuses a running, answering service; ``stop`` signals exa
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -289,24 +288,11 @@ class LocalMetastore(LocalService):
             return False
 
 
-def compile_launcher(target: Path) -> Path | None:
-    """Compile ``java/LoopbackMetaStore.java`` into ``target`` (once per source version); None without javac."""
-    source = Path(__file__).with_name("java") / "LoopbackMetaStore.java"
-    stamp = target / (hashlib.sha256(source.read_bytes()).hexdigest()[:16] + ".ok")
-    if stamp.exists():
-        return target
-    java_home = os.environ.get("JAVA_HOME")
-    javac = str(Path(java_home) / "bin" / "javac") if java_home and (Path(java_home) / "bin" / "javac").exists() \
-        else shutil.which("javac")
-    if not javac:
-        return None
-    target.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([javac, "-d", str(target), "-cp", f"{spark_home() / 'jars'}/*", str(source)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ProcessError(f"could not compile the metastore launcher {source}: {proc.stderr.strip()[-500:]}")
-    stamp.touch()
-    return target
+def compile_launcher(target_root: Path) -> Path | None:
+    """Compile ``java/LoopbackMetaStore.java`` under ``target_root`` (once per source version); None without javac."""
+    from storage_handler.spark.jvm import compile_java
+
+    return compile_java([Path(__file__).with_name("java") / "LoopbackMetaStore.java"], target_root)
 
 
 class LocalThriftServer(LocalService):

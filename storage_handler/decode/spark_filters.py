@@ -10,6 +10,7 @@
 ``In(a, (v, ...))``                      ``a IN (v, ...)``
 ``IsNull(a)`` / ``IsNotNull(a)``         ``a IS NULL`` / ``a IS NOT NULL``
 ``Not(f)``                               ``NOT f``
+``And(l, r)`` / ``Or(l, r)``             ``l AND r`` / ``l OR r`` (this module's; Spark's Python API has none)
 ``StringStartsWith(a, p)``               ``a LIKE 'p%' AND a >= 'p' AND a < 'q'`` (see below)
 ``StringEndsWith`` / ``StringContains``  ``a LIKE '%p'`` / ``a LIKE '%p%'`` (never pushed)
 =======================================  =========================================================
@@ -40,7 +41,7 @@ from pyspark.sql import datasource as ds
 from storage_handler.decode.schema import Schema, normalize_schema
 from storage_handler.decode.to_sarg import Decoded, to_search_argument
 from storage_handler.errors import FilterError
-from storage_handler.expr.nodes import STRING, Call, Column, Constant, Expr, and_, lit
+from storage_handler.expr.nodes import STRING, Call, Column, Constant, Expr, and_, lit, or_
 from storage_handler.types import HiveType
 
 _COMPARISONS: dict[type, str] = {
@@ -64,6 +65,22 @@ class SparkDecoded:
     decoded: Decoded
     converted: tuple[ds.Filter, ...]
     unsupported: tuple[ds.Filter, ...]
+
+
+@dataclass(frozen=True)
+class And(ds.Filter):
+    """Both filters hold. Spark's Python data-source API never passes one; the JVM-side scan does."""
+
+    left: ds.Filter
+    right: ds.Filter
+
+
+@dataclass(frozen=True)
+class Or(ds.Filter):
+    """Either filter holds (see :class:`And`)."""
+
+    left: ds.Filter
+    right: ds.Filter
 
 
 class _Unsupported(Exception):
@@ -101,6 +118,9 @@ def filter_to_expr(f: ds.Filter, columns: Mapping[str, HiveType]) -> Expr:
     """The expression for one Spark filter; raises ``_Unsupported`` when it has none."""
     if isinstance(f, ds.Not):
         return Call("not", (filter_to_expr(f.child, columns),))
+    if isinstance(f, (And, Or)):
+        junction = and_ if isinstance(f, And) else or_
+        return junction(filter_to_expr(f.left, columns), filter_to_expr(f.right, columns))
     if isinstance(f, (ds.IsNull, ds.IsNotNull)):
         return Call("isnull" if isinstance(f, ds.IsNull) else "isnotnull", (_column(f.attribute, columns),))
     column = _column(f.attribute, columns)  # type: ignore[attr-defined]

@@ -5,13 +5,14 @@ from __future__ import annotations
 LOOPBACK = "127.0.0.1"
 
 
-def spark_conf(metastore_uri: str, warehouse: str | None = None) -> dict[str, str]:
+def spark_conf(metastore_uri: str, warehouse: str | None = None, *, native_scan: bool = True) -> dict[str, str]:
     """The configuration a Hive-enabled Spark needs to read tables registered by this project.
 
     Decisions: the session time zone is UTC (the statistics index stores timestamps as UTC wall-clock time, so
     pruning and Spark agree on what a timestamp literal means); the UI is off and everything binds to loopback
     (an embedded tool must not open ports to the network); Python data-source filter pushdown is on, or the
-    handler never sees the query's filters.
+    handler never sees the query's filters; with ``native_scan`` (and a JDK) the session extension of
+    :mod:`storage_handler.spark.jvm` is loaded, so ``spark.sql`` reads kept files with Spark's own Parquet scan.
     """
     from metastore.client import parse_metastore_uri
 
@@ -31,4 +32,8 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None) -> dict[str, st
     }
     if warehouse:
         conf["spark.sql.warehouse.dir"] = warehouse
+    if native_scan:
+        from storage_handler.spark.jvm import native_scan_conf
+
+        conf.update(native_scan_conf())
     return conf

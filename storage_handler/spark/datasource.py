@@ -10,10 +10,14 @@ Flow of one query (all on the driver side except ``read``):
    metrics and turns each kept file into an ``InputPartition``.
 4. ``read`` (on executors) reads one file with pyarrow as batches of exactly the declared schema.
 
+Sessions with the session extension (``spark.sql.extensions=hsh.spark.HshExtensions``, loaded by
+:func:`storage_handler.spark.session` and the Thrift server) never get here: it swaps this source for Spark's
+native Parquet scan over the same kept files (:mod:`storage_handler.spark.prune_service`). This source serves
+sessions without it (no JDK, or a builder that only installed the package), and ``spark.hsh.nativeScan=false``.
+
 Limits of Spark's Python data-source API (4.3), stated so nobody is surprised: it has no column pruning, so
-every column is read (use :func:`storage_handler.spark.read_table` for Spark's native, column-pruning Parquet
-reader over the kept files); and it only receives AND-ed simple filters, so an ``OR`` in a query does not prune
-on this path (``read_table`` and ``hsh scan`` accept any HiveQL predicate).
+every column is read; and it only receives AND-ed simple filters, so an ``OR`` in a query does not prune on this
+path. The native scan and :func:`storage_handler.spark.read_table` have neither limit.
 """
 
 from __future__ import annotations
@@ -60,34 +64,21 @@ class HshReader(DataSourceReader):
         self.pushed_filters: list[str] = []
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
-        from storage_handler.decode.spark_filters import decode_spark_filters
-        from storage_handler.handler import StorageHandler
+        from storage_handler.spark.planning import configure
 
-        decoded = decode_spark_filters(filters, self.identity.schema)
-        pushed = StorageHandler().decompose_predicate(None, None, decoded.decoded.residual)
-        self.job_properties = self._configure(pushed)
-        self.pushed_filters = [repr(f) for f in decoded.converted]
+        configured = configure(self.identity, filters)
+        self.job_properties = configured.job_properties
+        self.pushed_filters = list(configured.pushed_filters)
         yield from filters  # every filter goes back to Spark: pruning never filters rows exactly
-
-    def _configure(self, pushed: Any) -> dict[str, str]:
-        from storage_handler.handler import StorageHandler
-        from storage_handler.table_desc import TableDesc
-
-        desc = TableDesc(self.identity.table, self.identity.location, self.identity.columns,
-                         self.identity.partition_keys)
-        props: dict[str, str] = {}
-        StorageHandler().configure_input_job_properties(desc, props, pushed)
-        return props
 
     def partitions(self) -> Sequence[InputPartition]:
         from storage_handler.input_format import ParquetInputFormat, pack_splits
-        from storage_handler.spark.metrics import record_scan
+        from storage_handler.spark.planning import Configured, configure, list_files
 
-        props = self.job_properties or self._configure(None)
-        input_format = ParquetInputFormat()
-        result = input_format.list_status(props)
-        record_scan({**result.metrics.as_dict(), "path": "spark-datasource", "pushed_filters": self.pushed_filters})
-        splits = input_format.get_splits(props, result)
+        configured = (Configured(self.job_properties, tuple(self.pushed_filters)) if self.job_properties
+                      else configure(self.identity, []))
+        result = list_files(configured, path="spark-datasource")
+        splits = ParquetInputFormat().get_splits(configured.job_properties, result)
         return [InputPartition(group) for group in pack_splits(splits, parallelism=2 * (os.cpu_count() or 1))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

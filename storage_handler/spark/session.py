@@ -22,8 +22,9 @@ def session(
     """A Hive-enabled SparkSession reading this project's tables with pruning.
 
     ``metastore_uri`` defaults to ``$HSH_METASTORE_URI``, else the embedded metastore (started if needed). In your
-    own builder the two lines that matter are ``.enableHiveSupport()`` and
-    ``.config("spark.sql.python.filterPushdown.enabled", "true")``.
+    own builder what matters is ``.enableHiveSupport()``, the settings of
+    :func:`storage_handler.spark.native_scan_conf` (Spark's native scan over the kept files) and
+    ``.config("spark.sql.python.filterPushdown.enabled", "true")`` (for the Python data source, used without them).
     """
     from pyspark.sql import SparkSession
 

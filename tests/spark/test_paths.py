@@ -8,6 +8,7 @@ read fewer files than the table has.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pyarrow.dataset as ds
 import pytest
@@ -42,16 +43,33 @@ def _oracle(spark, where: str) -> list[tuple]:
     return _rows(spark.sql(f"SELECT {COLUMNS} FROM oracle_typed WHERE {where}").collect())
 
 
+@pytest.fixture(params=["spark-native", "spark-datasource"])
+def scan_path(request, spark) -> Iterator[str]:
+    """spark.sql through the session extension (Spark's native scan), or through the hsh Python data source."""
+    if request.param == "spark-datasource":
+        spark.conf.set("spark.hsh.nativeScan", "false")
+    try:
+        yield request.param
+    finally:
+        spark.conf.unset("spark.hsh.nativeScan")
+
+
 @pytest.mark.parametrize(("where", "selective"), QUERIES, ids=[q for q, _ in QUERIES])
-def test_spark_sql_through_the_handler(spark, typed_table: str, where: str, selective: bool) -> None:
+def test_spark_sql_through_the_handler(spark, typed_table: str, scan_path: str, where: str, selective: bool) -> None:
     got = _rows(spark.sql(f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}").collect())
     assert got == _oracle(spark, where)
     metrics = last_scan_metrics(TABLE)
-    assert metrics is not None and metrics["path"] == "spark-datasource"
+    assert metrics is not None and metrics["path"] == scan_path
     assert metrics["files_total"] == 12
-    # Spark hands a Python data source only AND-ed simple filters: an OR cannot reach the handler on this path.
-    if selective and " OR " not in where:
+    # Spark hands a Python data source only AND-ed simple filters: an OR cannot reach the handler on that path.
+    if selective and (scan_path == "spark-native" or " OR " not in where):
         assert metrics["files_kept"] < metrics["files_total"], metrics
+
+
+def test_native_scan_is_sparks_own_parquet_reader(spark, typed_table: str) -> None:
+    plan = spark.sql(f"SELECT c_int FROM {TABLE} WHERE c_int = 3")._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "HshFileIndex" in plan, plan
+    assert "ReadSchema: struct<c_int:int>" in plan, plan  # column pruning: only the needed column is read
 
 
 @pytest.mark.parametrize(("where", "selective"), QUERIES, ids=[q for q, _ in QUERIES])
@@ -86,7 +104,7 @@ def test_pyhive_through_hiveserver2(spark, hiveserver2, typed_table: str, where:
     expected = spark.sql(f"SELECT count(*), count(c_str), max(c_bigint) FROM oracle_typed WHERE {where}").collect()
     assert [tuple(r) for r in got] == [tuple(r) for r in expected]
     metrics = last_scan_metrics(TABLE)
-    assert metrics["path"] == "spark-datasource"
+    assert metrics["path"] == "spark-native"
     if not os.environ.get("HSH_HIVESERVER2"):
         assert metrics["pid"] != os.getpid()  # planned inside the Thrift server's worker, not here
 

@@ -1,0 +1,170 @@
+package hsh.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.util.Base64;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
+import org.apache.spark.sql.sources.And;
+import org.apache.spark.sql.sources.EqualNullSafe;
+import org.apache.spark.sql.sources.EqualTo;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.sources.GreaterThan;
+import org.apache.spark.sql.sources.GreaterThanOrEqual;
+import org.apache.spark.sql.sources.In;
+import org.apache.spark.sql.sources.IsNotNull;
+import org.apache.spark.sql.sources.IsNull;
+import org.apache.spark.sql.sources.LessThan;
+import org.apache.spark.sql.sources.LessThanOrEqual;
+import org.apache.spark.sql.sources.Not;
+import org.apache.spark.sql.sources.Or;
+import org.apache.spark.sql.sources.StringContains;
+import org.apache.spark.sql.sources.StringEndsWith;
+import org.apache.spark.sql.sources.StringStartsWith;
+import scala.Option;
+
+/**
+ * Catalyst predicates to the JSON form of Spark's data-source filters that the Python side decodes
+ * ({@code storage_handler/spark/filter_json.py} documents the format).
+ *
+ * <p>Spark translates each predicate to a {@link Filter} (its own, well-tested mapping of attribute-vs-literal
+ * comparisons); this class only serializes the result. A predicate that does not translate, or holds a value this
+ * format has no encoding for, is left out. That is always safe because the list is AND-ed and Spark re-applies
+ * every predicate to the rows it reads: a dropped conjunct only prunes less. The same holds inside a top-level
+ * AND. Under OR and NOT a part cannot be dropped (that would prune files holding matching rows), so there the
+ * whole predicate goes.
+ */
+final class FilterJson {
+  private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
+
+  private FilterJson() {}
+
+  /** The filters for AND-ed {@code predicates}, as a JSON array (possibly empty). */
+  static ArrayNode encodeAll(Iterable<Expression> predicates) {
+    ArrayNode out = JSON.arrayNode();
+    for (Expression e : predicates) {
+      if (!e.deterministic()) continue;
+      Option<Filter> f = DataSourceStrategy$.MODULE$.translateFilter(e, false);
+      if (f.isEmpty()) continue;
+      ObjectNode node = encodeConjunct(f.get());
+      if (node != null) out.add(node);
+    }
+    return out;
+  }
+
+  /** A conjunct: under a top-level AND an unencodable side may be dropped; null when nothing is left. */
+  private static ObjectNode encodeConjunct(Filter f) {
+    if (f instanceof And) {
+      And and = (And) f;
+      ObjectNode left = encodeConjunct(and.left());
+      ObjectNode right = encodeConjunct(and.right());
+      if (left == null || right == null) return left == null ? right : left;
+      return node("And").<ObjectNode>set("left", left).set("right", right);
+    }
+    return encodeExact(f);
+  }
+
+  /** The exact encoding of {@code f}, or null when any part of it has none. */
+  private static ObjectNode encodeExact(Filter f) {
+    if (f instanceof And || f instanceof Or) {
+      Filter l = f instanceof And ? ((And) f).left() : ((Or) f).left();
+      Filter r = f instanceof And ? ((And) f).right() : ((Or) f).right();
+      ObjectNode left = encodeExact(l);
+      ObjectNode right = encodeExact(r);
+      if (left == null || right == null) return null;
+      return node(f instanceof And ? "And" : "Or").<ObjectNode>set("left", left).set("right", right);
+    }
+    if (f instanceof Not) {
+      ObjectNode child = encodeExact(((Not) f).child());
+      return child == null ? null : node("Not").set("child", child);
+    }
+    if (f instanceof IsNull) return attribute("IsNull", ((IsNull) f).attribute());
+    if (f instanceof IsNotNull) return attribute("IsNotNull", ((IsNotNull) f).attribute());
+    if (f instanceof EqualTo) return compare("EqualTo", ((EqualTo) f).attribute(), ((EqualTo) f).value());
+    if (f instanceof EqualNullSafe) {
+      return compare("EqualNullSafe", ((EqualNullSafe) f).attribute(), ((EqualNullSafe) f).value());
+    }
+    if (f instanceof GreaterThan) {
+      return compare("GreaterThan", ((GreaterThan) f).attribute(), ((GreaterThan) f).value());
+    }
+    if (f instanceof GreaterThanOrEqual) {
+      GreaterThanOrEqual g = (GreaterThanOrEqual) f;
+      return compare("GreaterThanOrEqual", g.attribute(), g.value());
+    }
+    if (f instanceof LessThan) return compare("LessThan", ((LessThan) f).attribute(), ((LessThan) f).value());
+    if (f instanceof LessThanOrEqual) {
+      return compare("LessThanOrEqual", ((LessThanOrEqual) f).attribute(), ((LessThanOrEqual) f).value());
+    }
+    if (f instanceof StringStartsWith) {
+      return compare("StringStartsWith", ((StringStartsWith) f).attribute(), ((StringStartsWith) f).value());
+    }
+    if (f instanceof StringEndsWith) {
+      return compare("StringEndsWith", ((StringEndsWith) f).attribute(), ((StringEndsWith) f).value());
+    }
+    if (f instanceof StringContains) {
+      return compare("StringContains", ((StringContains) f).attribute(), ((StringContains) f).value());
+    }
+    if (f instanceof In) {
+      In in = (In) f;
+      ArrayNode values = JSON.arrayNode();
+      for (Object v : in.values()) {
+        JsonNode value = value(v);
+        if (value == null) return null;
+        values.add(value);
+      }
+      ObjectNode out = attribute("In", in.attribute());
+      out.set("values", values);
+      return out;
+    }
+    return null; // AlwaysTrue/AlwaysFalse and anything newer: prune less, never wrongly
+  }
+
+  private static ObjectNode node(String op) {
+    return JSON.objectNode().put("op", op);
+  }
+
+  private static ObjectNode attribute(String op, String attribute) {
+    return node(op).put("attribute", attribute);
+  }
+
+  private static ObjectNode compare(String op, String attribute, Object value) {
+    JsonNode encoded = value(value);
+    return encoded == null ? null : attribute(op, attribute).set("value", encoded);
+  }
+
+  /** A typed value; null when the format has no encoding for it. */
+  static JsonNode value(Object v) {
+    if (v == null) return JSON.objectNode().put("t", "null");
+    if (v instanceof Boolean) return typed("bool").put("v", (Boolean) v);
+    if (v instanceof Byte || v instanceof Short || v instanceof Integer || v instanceof Long) {
+      return typed("int").put("v", ((Number) v).longValue());
+    }
+    if (v instanceof Float || v instanceof Double) {
+      // the exact bits: a decimal rendering of a float could round differently on the other side
+      return typed("double").put("bits", Long.toString(Double.doubleToRawLongBits(((Number) v).doubleValue())));
+    }
+    if (v instanceof scala.math.BigDecimal) v = ((scala.math.BigDecimal) v).bigDecimal();
+    if (v instanceof java.math.BigDecimal) return typed("decimal").put("v", ((java.math.BigDecimal) v).toPlainString());
+    if (v instanceof String) return typed("string").put("v", (String) v);
+    if (v instanceof java.sql.Date) v = ((java.sql.Date) v).toLocalDate();
+    if (v instanceof LocalDate) return typed("date").put("v", v.toString());
+    if (v instanceof java.sql.Timestamp) v = ((java.sql.Timestamp) v).toInstant();
+    if (v instanceof Instant) {
+      Instant i = (Instant) v;
+      long micros = Math.addExact(Math.multiplyExact(i.getEpochSecond(), 1_000_000L), i.getNano() / 1_000L);
+      return typed("timestamp").put("micros", micros);
+    }
+    if (v instanceof LocalDateTime) return typed("timestamp_ntz").put("v", v.toString());
+    if (v instanceof byte[]) return typed("binary").put("v", Base64.getEncoder().encodeToString((byte[]) v));
+    return null;
+  }
+
+  private static ObjectNode typed(String type) {
+    return JSON.objectNode().put("t", type);
+  }
+}

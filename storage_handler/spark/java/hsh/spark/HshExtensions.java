@@ -1,0 +1,31 @@
+package hsh.spark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * {@code spark.sql.extensions=hsh.spark.HshExtensions}: registered tables are read by Spark's native Parquet
+ * scan over the files the handler keeps ({@link NativeScanRule}, {@link QueryFilterRule}).
+ */
+public final class HshExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+  @Override
+  public BoxedUnit apply(SparkSessionExtensions extensions) {
+    extensions.injectPostHocResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+      @Override
+      public Rule<LogicalPlan> apply(SparkSession session) {
+        return new NativeScanRule(session);
+      }
+    });
+    extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+      @Override
+      public Rule<LogicalPlan> apply(SparkSession session) {
+        return new QueryFilterRule();
+      }
+    });
+    return BoxedUnit.UNIT;
+  }
+}

@@ -1,0 +1,171 @@
+package hsh.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.EvalMode$;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Literal$;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Option;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The file index of a registered table: Spark's native Parquet scan asks it for files and it answers with the
+ * files the handler keeps ({@code list_status} on the Python side, over the same table identity the Python data
+ * source uses: the schema's field metadata).
+ *
+ * <p>Pruning predicates are the ones Spark passes to {@link #listFiles} plus the full conditions of the query's
+ * filter above the scan ({@link #withQueryFilters}): Spark splits its own arguments into partition-only and
+ * data-only predicates, which loses an OR across a partition column and a data column. Every one of them is
+ * re-applied by Spark to the rows read, so pruning only ever decides which files to open.
+ */
+public final class HshFileIndex implements FileIndex {
+  private static final Logger LOG = LoggerFactory.getLogger(HshFileIndex.class);
+  private static final long BLOCK_SIZE = 128L * 1024 * 1024;
+
+  private final transient SparkSession session;
+  private final String table;
+  private final String location;
+  private final StructType schema; // the catalog schema, field metadata included
+  private final StructType partitionSchema;
+  private final List<Expression> queryFilters;
+  private volatile Long sizeInBytes;
+
+  HshFileIndex(SparkSession session, String table, String location, StructType schema, StructType partitionSchema,
+      List<Expression> queryFilters) {
+    this.session = session;
+    this.table = table;
+    this.location = location;
+    this.schema = schema;
+    this.partitionSchema = partitionSchema;
+    this.queryFilters = List.copyOf(queryFilters);
+  }
+
+  /** This index pruning also by {@code filters} (conjuncts of the filter directly above the scan). */
+  HshFileIndex withQueryFilters(List<Expression> filters) {
+    return new HshFileIndex(session, table, location, schema, partitionSchema, filters);
+  }
+
+  List<Expression> queryFilters() {
+    return queryFilters;
+  }
+
+  @Override
+  public Seq<Path> rootPaths() {
+    return CollectionConverters.asScala(List.of(new Path(location))).toSeq();
+  }
+
+  @Override
+  public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
+    Map<Expression, Expression> predicates = new LinkedHashMap<>(); // by canonical form: no leaf twice
+    for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
+    for (Expression e : CollectionConverters.asJava(partitionFilters)) predicates.putIfAbsent(e.canonicalized(), e);
+    for (Expression e : CollectionConverters.asJava(dataFilters)) predicates.putIfAbsent(e.canonicalized(), e);
+    JsonNode answer = scan(FilterJson.encodeAll(predicates.values()), true);
+    JsonNode m = answer.path("metrics");
+    LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, m.path("files_kept").asLong(),
+        m.path("files_total").asLong(), m.path("bytes_kept").asLong(), m.path("bytes_total").asLong(),
+        m.path("sarg").asText());
+    return CollectionConverters.asScala(partitions(answer.path("files"))).toSeq();
+  }
+
+  @Override
+  public String[] inputFiles() {
+    JsonNode files = scan(JsonNodeFactory.instance.arrayNode(), false).path("files");
+    String[] paths = new String[files.size()];
+    for (int i = 0; i < paths.length; i++) paths[i] = files.get(i).get(0).asText();
+    return paths;
+  }
+
+  @Override
+  public void refresh() {
+    sizeInBytes = null; // every listing reads storage; only the size is remembered
+  }
+
+  @Override
+  public long sizeInBytes() {
+    Long size = sizeInBytes;
+    if (size == null) {
+      size = scan(JsonNodeFactory.instance.arrayNode(), false).path("metrics").path("bytes_total").asLong();
+      sizeInBytes = size;
+    }
+    return size;
+  }
+
+  @Override
+  public StructType partitionSchema() {
+    return partitionSchema;
+  }
+
+  private JsonNode scan(ArrayNode filters, boolean record) {
+    ObjectNode request = JsonNodeFactory.instance.objectNode();
+    request.put("op", "scan").put("schema", schema.json()).put("record", record).set("filters", filters);
+    return PruneService.get(session.sparkContext().getConf()).call(request, table);
+  }
+
+  /** The kept files grouped by partition, each partition's values cast from text like Spark's own listing does. */
+  private List<PartitionDirectory> partitions(JsonNode files) {
+    Map<List<String>, List<FileStatus>> groups = new LinkedHashMap<>();
+    for (JsonNode f : files) {
+      List<String> values = new ArrayList<>();
+      for (StructField field : partitionSchema.fields()) {
+        JsonNode v = f.get(3).get(field.name());
+        values.add(v == null || v.isNull() ? null : v.asText());
+      }
+      FileStatus status = new FileStatus(f.get(1).asLong(), false, 1, BLOCK_SIZE, f.get(2).asLong(),
+          new Path(f.get(0).asText()));
+      groups.computeIfAbsent(values, k -> new ArrayList<>()).add(status);
+    }
+    String zone = session.sessionState().conf().sessionLocalTimeZone();
+    List<PartitionDirectory> out = new ArrayList<>();
+    for (Map.Entry<List<String>, List<FileStatus>> group : groups.entrySet()) {
+      Object[] row = new Object[partitionSchema.size()];
+      for (int i = 0; i < row.length; i++) {
+        String text = group.getKey().get(i);
+        row[i] = text == null ? null : new Cast(Literal$.MODULE$.create(text, DataTypes.StringType),
+            partitionSchema.fields()[i].dataType(), Option.apply(zone), EvalMode$.MODULE$.LEGACY())
+            .eval(InternalRow.empty());
+      }
+      out.add(PartitionDirectory.apply(new GenericInternalRow(row), group.getValue().toArray(new FileStatus[0])));
+    }
+    return out;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (!(o instanceof HshFileIndex)) return false;
+    HshFileIndex other = (HshFileIndex) o;
+    return table.equals(other.table) && location.equals(other.location) && schema.equals(other.schema)
+        && queryFilters.equals(other.queryFilters);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(table, location, schema, queryFilters);
+  }
+
+  @Override
+  public String toString() {
+    return "HshFileIndex(" + table + ")";
+  }
+}

@@ -1,0 +1,53 @@
+"""Planning one Spark scan of a registered table: Spark's filters -> handler -> ``list_status``.
+
+Shared by both Spark read paths so they prune alike: the ``hsh`` Python data source
+(:mod:`storage_handler.spark.datasource`) and the JVM-side native scan (:mod:`storage_handler.spark.prune_service`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import Filter
+
+from storage_handler.input_format import ListStatusResult
+from storage_handler.spark.table_props import TableIdentity
+
+
+@dataclass(frozen=True, slots=True)
+class Configured:
+    """The job properties a scan is configured with, and which of Spark's filters reached the SearchArgument."""
+
+    job_properties: dict[str, str]
+    pushed_filters: tuple[str, ...]
+
+
+def configure(identity: TableIdentity, filters: Sequence[Filter]) -> Configured:
+    """Decode AND-ed Spark ``filters``, let the handler decompose them, and configure the job properties."""
+    from storage_handler.decode.spark_filters import decode_spark_filters
+    from storage_handler.handler import StorageHandler
+    from storage_handler.table_desc import TableDesc
+
+    handler = StorageHandler()
+    pushed = None
+    converted: tuple[Filter, ...] = ()
+    if filters:
+        decoded = decode_spark_filters(filters, identity.schema)
+        pushed = handler.decompose_predicate(None, None, decoded.decoded.residual)
+        converted = decoded.converted
+    desc = TableDesc(identity.table, identity.location, identity.columns, identity.partition_keys)
+    props: dict[str, str] = {}
+    handler.configure_input_job_properties(desc, props, pushed)
+    return Configured(props, tuple(repr(f) for f in converted))
+
+
+def list_files(configured: Configured, *, path: str, record: bool = True) -> ListStatusResult:
+    """``list_status`` for a configured scan; with ``record`` its metrics go to the scan log as coming from ``path``."""
+    from storage_handler.input_format import ParquetInputFormat
+    from storage_handler.spark.metrics import record_scan
+
+    result = ParquetInputFormat().list_status(configured.job_properties)
+    if record:
+        record_scan({**result.metrics.as_dict(), "path": path, "pushed_filters": list(configured.pushed_filters)})
+    return result

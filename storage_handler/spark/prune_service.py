@@ -1,0 +1,78 @@
+"""The handler's side of Spark's native scan: the JVM asks, one JSON line at a time, which files to read.
+
+Started by ``java/hsh/spark/PruneService.java`` as ``python -m storage_handler.spark.prune_service`` (once per
+Spark driver) and ended by closing its stdin. Each request line::
+
+    {"op": "scan", "schema": "<the table's Spark schema JSON, field metadata included>",
+     "filters": [<Spark filters, see storage_handler.spark.filter_json>], "record": true}
+
+gets one answer line::
+
+    {"ok": true, "files": [[<file URI>, <bytes>, <mtime ms>, {<partition key>: <value or null>}], ...],
+     "metrics": {<ScanMetrics>}}
+    {"ok": false, "error": "<what went wrong, for the query's exception>"}
+
+The table identity comes from the schema's field metadata exactly as in the Python data source, and planning is
+:mod:`storage_handler.spark.planning`'s, so both Spark paths keep the same files. With ``record`` the scan's
+metrics are appended to the scan log (``last_scan_metrics()``, path ``spark-native``). Nothing but answers is
+written to stdout: logging and stray prints go to stderr, which the driver inherits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import IO, Any
+
+from storage_handler.errors import StorageHandlerError
+
+log = logging.getLogger(__name__)
+PATH = "spark-native"
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    """The answer to one request (errors the user can act on become ``{"ok": false}``)."""
+    from pyspark.sql.types import StructType
+
+    from storage_handler.spark.filter_json import decode_filters
+    from storage_handler.spark.planning import configure, list_files
+    from storage_handler.spark.table_props import identity_from_metadata
+    from storage_handler.stats.listing import local_path
+
+    if request.get("op") != "scan":
+        raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
+    schema = StructType.fromJson(json.loads(request["schema"]))
+    identity = identity_from_metadata([(f.name, f.metadata) for f in schema.fields])
+    configured = configure(identity, decode_filters(request.get("filters", [])))
+    result = list_files(configured, path=PATH, record=bool(request.get("record", True)))
+    root = "file://" + local_path(identity.location).rstrip("/")
+    files = [[f"{root}/{f.path}", f.length, f.modification_time, dict(f.partition_values)] for f in result.files]
+    return {"ok": True, "files": files, "metrics": result.metrics.as_dict()}
+
+
+def serve(requests: IO[str], answers: IO[str]) -> None:
+    """Answer each request line on ``answers`` until ``requests`` ends."""
+    for line in requests:
+        if not line.strip():
+            continue
+        try:
+            answer = handle(json.loads(line))
+        except StorageHandlerError as e:
+            answer = {"ok": False, "error": str(e)}
+        except Exception as e:  # noqa: BLE001 - the query must fail with the cause, and the service live on
+            log.exception("hsh prune service: request failed")
+            answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        answers.write(json.dumps(answer, default=str) + "\n")
+        answers.flush()
+
+
+def main() -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="hsh prune service: %(message)s")
+    answers = sys.stdout
+    sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
+    serve(sys.stdin, answers)
+
+
+if __name__ == "__main__":
+    main()
