@@ -3,20 +3,26 @@
     .venv/bin/pip install tpchgen-cli matplotlib        # benchmark-only tools, not project dependencies
     .venv/bin/python benchmarks/bench_tpch.py [--scale 1] [--files 240] [--repeat 5]
 
-Every query runs through three paths over the *same* Parquet files:
+Every query runs through four paths over the *same* Parquet files:
 
-  (a) ``native``     Spark's own read of a plain Hive Parquet table (the folder registered a second time, without the
-                     handler's Spark data-source properties): Spark converts it to its vectorized Parquet reader,
-                     which still reads every file's footer and filters row groups itself. This is the baseline.
-  (b) ``spark.sql``  ``spark.sql`` over the registered table, i.e. through the ``hsh`` Python data source.
-  (c) ``read_table`` ``storage_handler.spark.read_table``: the handler picks the files, Spark's native reader reads
-                     them.
+  (a)  ``native``     Spark's own read of a plain Hive Parquet table (the folder registered a second time,
+                      without the handler's Spark data-source properties): Spark converts it to its vectorized
+                      Parquet reader, which still reads every file's footer and filters row groups itself.
+                      The baseline.
+  (b)  ``spark.sql``  ``spark.sql`` over the registered table in a ``session()``, whose session extension
+                      (``spark.sql.extensions=hsh.spark.HshExtensions``) has Spark's native Parquet scan read
+                      the files the handler keeps (``HshFileIndex``).
+  (b2) ``python_ds``  the same SQL with ``spark.hsh.nativeScan=false`` set around the query: read through the
+                      ``hsh`` Python data source, the path of sessions without the extension.
+  (c)  ``read_table`` ``storage_handler.spark.read_table``: the handler picks the files, Spark's native reader
+                      reads them.
 
 Every (query, path) runs ``--warmup`` untimed rounds, then ``--repeat`` timed ones, the paths interleaved round
 robin; medians are reported. A timed run during which other processes used more than ``--max-interference`` of
-the CPU is repeated (up to 3 times). Results of (b) and (c) must equal (a)'s exactly, or the script exits with
-code 1 (after writing the report). Output: ``benchmarks/results/tpch.md`` (tables + machine), ``tpch.png``
-(chart), ``tpch.json`` (every timing), and the tables on stdout. ``benchmarks/README.md`` says how to read them.
+the CPU is repeated (up to 3 times). Results of (b), (b2) and (c) must equal (a)'s exactly, and each must have
+recorded scan metrics from the expected reader, or the script exits with code 1 (after writing the report).
+Output: ``benchmarks/results/tpch.md`` (tables + machine), ``tpch.png`` (chart), ``tpch.json`` (every timing),
+and the tables on stdout. ``benchmarks/README.md`` says how to read them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,12 +52,18 @@ from tpch_data import INSTALL_HINT, TpchDataset, ensure_lineitem, tpchgen_execut
 DB = "tpch"
 TABLE = f"{DB}.lineitem"  # through the handler
 PLAIN = f"{DB}.lineitem_plain"  # the same folder as a plain Hive Parquet table
-PATHS = ("native", "spark.sql", "read_table")
+PATHS = ("native", "spark.sql", "python_ds", "read_table")
+HANDLER_PATHS = PATHS[1:]  # the paths compared against (a)
 PATH_LABELS = {
     "native": "(a) Spark native Hive table",
-    "spark.sql": "(b) spark.sql via handler",
+    "spark.sql": "(b) spark.sql via handler (native scan)",
+    "python_ds": "(b2) spark.sql via hsh Python data source",
     "read_table": "(c) read_table",
 }
+PATH_TAGS = {path: label.split()[0] for path, label in PATH_LABELS.items()}  # "(a)", "(b)", "(b2)", "(c)"
+# the ``path`` field each handler path's scan metrics must carry: proof the query used the intended reader
+SCAN_METRICS_PATH = {"spark.sql": "spark-native", "python_ds": "spark-datasource", "read_table": "read_table"}
+NATIVE_SCAN_CONF = "spark.hsh.nativeScan"  # the extension reads it when planning; "false" turns it off
 Q6_WHERE = ("l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' "
             "AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24")
 TARGET_Q6_SPEEDUP = 5.0
@@ -97,6 +110,7 @@ class Cell:
     files_kept: int | None = None
     files_total: int | None = None
     planning: list[float] = field(default_factory=list)  # the handler's listing + pruning, from its scan metrics
+    scan_path: str | None = None  # the ``path`` field of the last run's scan metrics
     tasks: list[int] = field(default_factory=list)  # Spark tasks the run launched (all its jobs' stages)
     interference: list[float] = field(default_factory=list)  # other processes' CPU share during each kept run
     discarded: int = 0  # timed runs thrown away because other processes were busy during them
@@ -149,14 +163,47 @@ def register_tables(uri: str, ds: TpchDataset) -> None:
         client.alter_table(plain)
 
 
-def check_plans(spark: Any) -> None:
-    """The baseline must be Spark's native Parquet scan, and the handler table must be read by the hsh source."""
-    native = _plan(spark, f"SELECT count(*) FROM {PLAIN} WHERE l_quantity > 0")
-    handler = _plan(spark, f"SELECT count(*) FROM {TABLE} WHERE l_quantity > 0")
-    if "FileScan parquet" not in native or "BatchScan hsh" in native:
-        raise SystemExit(f"error: {PLAIN} is not read by Spark's native Parquet scan; plan:\n{native}")
-    if "BatchScan hsh" not in handler:
-        raise SystemExit(f"error: {TABLE} is not read through the hsh data source; plan:\n{handler}")
+def check_plans(spark: Any, paths: tuple[str, ...]) -> None:
+    """Each ``spark.sql`` path must be read the way its label says, or the comparison measures something else.
+
+    The baseline must be Spark's plain native Parquet scan (the handler not involved), (b) the native scan
+    over the handler's ``HshFileIndex`` (which needs the session extension, left out without a JDK's
+    ``javac``), and (b2) the ``hsh`` Python data source. Only the paths that will run are checked, so
+    ``--paths read_table`` works in a session without the extension."""
+    sql = "SELECT count(*) FROM {} WHERE l_quantity > 0"
+    native = _plan(spark, sql.format(PLAIN))
+    if "FileScan parquet" not in native or "HshFileIndex" in native or "BatchScan hsh" in native:
+        raise SystemExit(f"error: {PLAIN} is not read by Spark's plain native Parquet scan; plan:\n{native}")
+    if "spark.sql" in paths:
+        handler = _plan(spark, sql.format(TABLE))
+        if "FileScan parquet" not in handler or "HshFileIndex" not in handler:
+            raise SystemExit(f"error: {TABLE} is not read by Spark's native scan over HshFileIndex (is the "
+                             f"session extension loaded and on? spark.sql.extensions="
+                             f"{spark.conf.get('spark.sql.extensions', None)!r}, {NATIVE_SCAN_CONF}="
+                             f"{spark.conf.get(NATIVE_SCAN_CONF, None)!r}); plan:\n{handler}")
+    if "python_ds" in paths:
+        with python_data_source(spark):
+            handler = _plan(spark, sql.format(TABLE))
+        if "BatchScan hsh" not in handler or "HshFileIndex" in handler:
+            raise SystemExit(f"error: with {NATIVE_SCAN_CONF}=false {TABLE} is not read through the hsh data "
+                             f"source; plan:\n{handler}")
+
+
+@contextmanager
+def python_data_source(spark: Any) -> Iterator[None]:
+    """Within the block, ``spark.sql`` over a registered table goes through the ``hsh`` Python data source.
+
+    The setting is a runtime SQL conf the extension reads while planning, so it is set just around (b2)'s
+    queries and restored after, even when a query fails: left set, it would silently turn (b) into (b2)."""
+    previous = spark.conf.get(NATIVE_SCAN_CONF, None)
+    spark.conf.set(NATIVE_SCAN_CONF, "false")
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(NATIVE_SCAN_CONF)
+        else:  # e.g. a --conf value: keep it for the other paths
+            spark.conf.set(NATIVE_SCAN_CONF, previous)
 
 
 def _plan(spark: Any, sql: str) -> str:
@@ -173,6 +220,12 @@ def runner(spark: Any, path: str, query: Query) -> Callable[[], list[Any]]:
         return lambda: spark.sql(query.sql(PLAIN)).collect()
     if path == "spark.sql":
         return lambda: spark.sql(query.sql(TABLE)).collect()
+    if path == "python_ds":
+        def via_python_data_source() -> list[Any]:
+            with python_data_source(spark):  # building the DataFrame plans it: the conf must be set before
+                return spark.sql(query.sql(TABLE)).collect()
+
+        return via_python_data_source
     return lambda: read_table(spark, TABLE, where=query.where).selectExpr(*query.select).collect()
 
 
@@ -244,6 +297,11 @@ def run_all(
                 mismatches.append(f"{q.key} via {path}: no scan metrics were recorded (was the handler used?)")
             else:
                 cell.files_kept, cell.files_total = m["files_kept"], m["files_total"]
+                cell.scan_path = m.get("path")
+                wrong = (f"{q.key} via {path}: scan metrics came from {cell.scan_path!r}, expected "
+                         f"{SCAN_METRICS_PATH[path]!r} (the query went through another reader)")
+                if cell.scan_path != SCAN_METRICS_PATH[path] and wrong not in mismatches:
+                    mismatches.append(wrong)  # once, not once per run
                 if not warmup:
                     cell.planning.append(m["seconds_listing"] + m["seconds_partitions"] + m["seconds_stats"])
         cell.rows = len(rows)
@@ -399,6 +457,14 @@ def markdown(
         c = cell(q, path)
         return fmt(c) if c else "–"
 
+    def header(numeric: list[str], text: str | None = None) -> list[str]:
+        """A table's header: the numeric columns right-aligned, an optional last text column left-aligned."""
+        cols = [*numeric, *([text] if text else [])]
+        align = "|---|" + "---:|" * len(numeric) + ("---|" if text else "")
+        return [f"| query | {' | '.join(cols)} |", align]
+
+    tag = PATH_TAGS
+    target_text = {"q6": f"≥ {TARGET_Q6_SPEEDUP:g}× faster", "overhead": f"≤ {TARGET_MAX_SLOWDOWN:g}× slower"}
     lines = [
         "# TPC-H lineitem: file skipping vs Spark's native Hive-table read",
         "",
@@ -408,43 +474,47 @@ def markdown(
         "median / this path's median (> 1 is faster than Spark alone). Files = files read / files in the table, "
         "from `last_scan_metrics()`.",
         "",
-        "| query | (a) native s | (b) spark.sql s | (b) speed-up | (b) files | (c) read_table s | (c) speed-up "
-        "| (c) files | target |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "Paths: " + "; ".join(PATH_LABELS[p] for p in PATHS) + ".",
+        "",
     ]
+    cols = [f"{tag['native']} native s"]
+    for p in HANDLER_PATHS:
+        cols += [f"{tag[p]} {p} s", f"{tag[p]} speed-up", f"{tag[p]} files"]
+    lines += header(cols, "target")
     for q in qs:
-        target = {"q6": f"≥ {TARGET_Q6_SPEEDUP:g}× faster: (b) {verdict(cells, q, 'spark.sql')}, "
-                        f"(c) {verdict(cells, q, 'read_table')}",
-                  "overhead": f"≤ {TARGET_MAX_SLOWDOWN:g}× slower: (b) {verdict(cells, q, 'spark.sql')}, "
-                              f"(c) {verdict(cells, q, 'read_table')}"}.get(q.target, "")
-        lines.append(
-            f"| {q.title} | {secs(q, 'native')} | {secs(q, 'spark.sql')} | {ratio(q, 'spark.sql')} "
-            f"| {files(q, 'spark.sql')} | {secs(q, 'read_table')} | {ratio(q, 'read_table')} "
-            f"| {files(q, 'read_table')} | {target} |"
-        )
+        target = ""
+        if q.target in target_text:
+            target = f"{target_text[q.target]}: " + ", ".join(
+                f"{tag[p]} {verdict(cells, q, p)}" for p in HANDLER_PATHS)
+        row = [secs(q, "native")]
+        for p in HANDLER_PATHS:
+            row += [secs(q, p), ratio(q, p), files(q, p)]
+        lines.append(f"| {q.title} | {' | '.join([*row, target])} |")
     lines += ["", f"Fastest of the {info['repeat']} runs, seconds and speed-up over (a)'s fastest (less sensitive to "
-              "other work on the machine; the targets above are judged on medians):", "",
-              "| query | (a) best s | (b) best s | (b) speed-up | (c) best s | (c) speed-up |",
-              "|---|---:|---:|---:|---:|---:|"]
+              "other work on the machine; the targets above are judged on medians):", ""]
+    cols = [f"{tag['native']} best s"]
+    for p in HANDLER_PATHS:
+        cols += [f"{tag[p]} best s", f"{tag[p]} speed-up"]
+    lines += header(cols)
     for q in qs:
         best_a = min(cells[(q.key, "native")].seconds)
         row = [f"{best_a:.3f}"]
-        for path in PATHS[1:]:
+        for path in HANDLER_PATHS:
             c = cell(q, path)
             row += [f"{min(c.seconds):.3f}", f"{best_a / min(c.seconds):.2f}×"] if c else ["not run", "–"]
         lines.append(f"| {q.title} | {' | '.join(row)} |")
-    lines += ["", "Queries (`T` is `tpch.lineitem_plain` for (a), `tpch.lineitem` for (b) and (c)):", ""]
+    handler_tags = ", ".join(tag[p] for p in HANDLER_PATHS[:-1]) + f" and {tag[HANDLER_PATHS[-1]]}"
+    lines += ["", f"Queries (`T` is `{PLAIN}` for (a), `{TABLE}` for {handler_tags}):", ""]
     for q in qs:
         lines.append(f"* **{q.title}** — `{q.sql('T')}` ({cells[(q.key, 'native')].rows} result rows)")
     lines += ["", "Where the time goes: Spark tasks per run (all jobs of the query, the file-listing job included), "
               "the handler's planning time (listing + pruning, median, seconds) and the first warm-up run "
-              "(seconds):", "",
-              "| query | (a) tasks | (b) tasks | (c) tasks | (b) planning | (c) planning | (a) first | (b) first "
-              "| (c) first |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "(seconds):", ""]
+    lines += header([f"{tag[p]} tasks" for p in PATHS] + [f"{tag[p]} planning" for p in HANDLER_PATHS]
+                    + [f"{tag[p]} first" for p in PATHS])
     for q in qs:
         tasks = [attr(q, p, lambda c: str(c.median_tasks)) for p in PATHS]
-        planning = [attr(q, p, lambda c: _opt(c.planning_seconds)) for p in PATHS[1:]]
+        planning = [attr(q, p, lambda c: _opt(c.planning_seconds)) for p in HANDLER_PATHS]
         first = [attr(q, p, lambda c: f"{c.warmup_seconds:.2f}") for p in PATHS]
         lines.append(f"| {q.title} | {' | '.join(tasks + planning + first)} |")
     lines += ["", "Results: " + ("**MISMATCH** — " + "; ".join(mismatches) if mismatches
@@ -477,9 +547,10 @@ def chart(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {"native": "#7f7f7f", "spark.sql": "#1f77b4", "read_table": "#2ca02c"}
+    # (b2) is a lighter shade of (b): the same spark.sql, read by the Python data source instead
+    colors = {"native": "#7f7f7f", "spark.sql": "#1f77b4", "python_ds": "#9ecae1", "read_table": "#2ca02c"}
     width = 0.8 / len(paths)
-    fig, ax = plt.subplots(figsize=(11, 5.5))
+    fig, ax = plt.subplots(figsize=(5 + 2 * len(paths), 5.5))  # wider with more bars, so their labels fit
     for i, path in enumerate(paths):
         runs = [cells[(q.key, path)] for q in qs]
         xs = [j + (i - (len(paths) - 1) / 2) * width for j in range(len(qs))]
@@ -521,14 +592,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per (query, path)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed rounds over every (query, path) first")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra Spark setting for the session (all three paths), e.g. to try a fix; repeatable")
+                        help="extra Spark setting for the session (every path), e.g. to try a fix; "
+                             "repeatable")
     parser.add_argument("--max-interference", type=float, default=0.15, metavar="SHARE",
                         help="re-run a timed run if other processes used more than this share of the CPU during "
                              f"it (up to {RETRIES} times; 0 disables; default 0.15)")
     parser.add_argument("--data-dir", type=Path, default=HERE / "data", help="cache for data and metastore state")
     parser.add_argument("--results-dir", type=Path, default=HERE / "results")
     parser.add_argument("--queries", nargs="+", choices=QUERY_KEYS, help="only these queries")
-    parser.add_argument("--paths", nargs="+", choices=PATHS[1:], default=list(PATHS[1:]),
+    parser.add_argument("--paths", nargs="+", choices=HANDLER_PATHS, default=list(HANDLER_PATHS),
                         help="handler paths to run ((a) native always runs: it is the baseline)")
     args = parser.parse_args(argv)
     bad = [c for c in args.conf if "=" not in c]
@@ -557,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"registering {TABLE} and {PLAIN} over {ds.path}")
         register_tables(uri, ds)
         spark = session(uri, app_name="hsh-bench-tpch", extra_conf=extra_conf)
-        check_plans(spark)
+        check_plans(spark, paths)
         qs = [q for q in queries(ds) if not args.queries or q.key in args.queries]
         cpu_start = cpu_snapshot()
         cells, mismatches = run_all(spark, qs, paths, args.repeat, args.warmup, log, args.max_interference)
@@ -572,13 +644,14 @@ def main(argv: list[str] | None = None) -> int:
     md = markdown(cells, qs, info, mismatches)
     (args.results_dir / "tpch.md").write_text(md)
     chart(cells, qs, paths, info, args.results_dir / "tpch.png")
-    raw = {"machine": info, "queries": {q.key: {"title": q.title, "sql": q.sql("T"), **{
-        p: {"seconds": cells[(q.key, p)].seconds, "warmup": cells[(q.key, p)].warmup_seconds,
-            "median": cells[(q.key, p)].median, "files_kept": cells[(q.key, p)].files_kept,
-            "files_total": cells[(q.key, p)].files_total, "planning_seconds": cells[(q.key, p)].planning_seconds,
-            "tasks": cells[(q.key, p)].tasks, "interference": cells[(q.key, p)].interference,
-            "discarded": cells[(q.key, p)].discarded}
-        for p in paths}} for q in qs}, "mismatches": mismatches}
+    raw = {"machine": info, "paths": {p: PATH_LABELS[p] for p in paths}, "queries": {q.key: {
+        "title": q.title, "sql": q.sql("T"), **{
+            p: {"seconds": cells[(q.key, p)].seconds, "warmup": cells[(q.key, p)].warmup_seconds,
+                "median": cells[(q.key, p)].median, "files_kept": cells[(q.key, p)].files_kept,
+                "files_total": cells[(q.key, p)].files_total, "scan_path": cells[(q.key, p)].scan_path,
+                "planning_seconds": cells[(q.key, p)].planning_seconds, "tasks": cells[(q.key, p)].tasks,
+                "interference": cells[(q.key, p)].interference, "discarded": cells[(q.key, p)].discarded}
+            for p in paths}} for q in qs}, "mismatches": mismatches}
     (args.results_dir / "tpch.json").write_text(json.dumps(raw, indent=2) + "\n")
     print(md)
     log(f"wrote {args.results_dir / 'tpch.md'}, tpch.png and tpch.json")
