@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql.datasource import Filter
 
-from storage_handler.input_format import ListStatusResult
+from storage_handler.input_format import FileStatus, ListStatusResult
 from storage_handler.spark.table_props import TableIdentity
 
 
@@ -51,3 +52,11 @@ def list_files(configured: Configured, *, path: str, record: bool = True) -> Lis
     if record:
         record_scan({**result.metrics.as_dict(), "path": path, "pushed_filters": list(configured.pushed_filters)})
     return result
+
+
+def file_rows(location: str, files: Sequence[FileStatus]) -> list[list[Any]]:
+    """Kept files as the JVM side reads them: ``[file URI, bytes, mtime ms, {partition key: value or None}]``."""
+    from storage_handler.stats.listing import local_path
+
+    root = "file://" + local_path(location).rstrip("/")
+    return [[f"{root}/{f.path}", f.length, f.modification_time, dict(f.partition_values)] for f in files]

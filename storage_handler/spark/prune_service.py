@@ -36,9 +36,8 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     from pyspark.sql.types import StructType
 
     from storage_handler.spark.filter_json import decode_filters
-    from storage_handler.spark.planning import configure, list_files
+    from storage_handler.spark.planning import configure, file_rows, list_files
     from storage_handler.spark.table_props import identity_from_metadata
-    from storage_handler.stats.listing import local_path
 
     if request.get("op") != "scan":
         raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
@@ -46,9 +45,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     identity = identity_from_metadata([(f.name, f.metadata) for f in schema.fields])
     configured = configure(identity, decode_filters(request.get("filters", [])))
     result = list_files(configured, path=PATH, record=bool(request.get("record", True)))
-    root = "file://" + local_path(identity.location).rstrip("/")
-    files = [[f"{root}/{f.path}", f.length, f.modification_time, dict(f.partition_values)] for f in result.files]
-    return {"ok": True, "files": files, "metrics": result.metrics.as_dict()}
+    return {"ok": True, "files": file_rows(identity.location, result.files), "metrics": result.metrics.as_dict()}
 
 
 def serve(requests: IO[str], answers: IO[str]) -> None:

@@ -120,3 +120,27 @@ def test_pyhive_pruning_is_visible(spark, hiveserver2, typed_table: str) -> None
     metrics = last_scan_metrics(TABLE)
     assert metrics["files_kept"] == 1 and metrics["files_total"] == 12
     assert "EQUALS c_bigint 5" in metrics["sarg"]
+
+
+def test_read_table_reads_exactly_the_kept_files(spark, typed_table: str) -> None:
+    df = read_table(spark, TABLE, "c_bigint < 30 OR region IS NULL")
+    metrics = last_scan_metrics(TABLE)
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "HshFileIndex" in plan, plan  # no second listing by Spark
+    assert len(df.inputFiles()) == metrics["files_kept"] == 5
+
+
+def test_read_table_without_the_extension_reads_the_same_rows(spark, typed_table: str) -> None:
+    """The fallback for sessions without the extension's classes: Spark reads the kept files by path."""
+    from storage_handler.handler import list_status_for
+    from storage_handler.spark.native import _over_kept_files, _over_paths, load_table_desc
+
+    desc = load_table_desc(spark, TABLE)
+    result, _ = list_status_for(desc, "bucket = 10")
+    names = [n for n, _ in desc.schema]
+    by_paths = _over_paths(spark, desc, result.files).select(*names)
+    kept = _over_kept_files(spark, desc, result.files)
+    assert kept is not None
+    assert _rows(by_paths.collect()) == _rows(kept.select(*names).collect())
+    assert len(by_paths.collect()) == 6 * 40
+    assert _over_paths(spark, desc, ()).count() == 0

@@ -49,21 +49,35 @@ public final class HshFileIndex implements FileIndex {
   private final StructType schema; // the catalog schema, field metadata included
   private final StructType partitionSchema;
   private final List<Expression> queryFilters;
+  private final JsonNode fixedFiles; // files chosen before the query was built (read_table), else null
   private volatile Long sizeInBytes;
 
-  HshFileIndex(SparkSession session, String table, String location, StructType schema, StructType partitionSchema,
-      List<Expression> queryFilters) {
+  private HshFileIndex(SparkSession session, String table, String location, StructType schema,
+      StructType partitionSchema, List<Expression> queryFilters, JsonNode fixedFiles) {
     this.session = session;
     this.table = table;
     this.location = location;
     this.schema = schema;
     this.partitionSchema = partitionSchema;
     this.queryFilters = List.copyOf(queryFilters);
+    this.fixedFiles = fixedFiles;
+  }
+
+  /** The index of a table scanned by a query: it asks the prune service on every listing. */
+  static HshFileIndex pruning(SparkSession session, String table, String location, StructType schema,
+      StructType partitionSchema) {
+    return new HshFileIndex(session, table, location, schema, partitionSchema, List.of(), null);
+  }
+
+  /** An index answering with {@code files} (a prune-service answer's list), whatever the filters. */
+  static HshFileIndex fixed(SparkSession session, String table, String location, StructType schema,
+      StructType partitionSchema, JsonNode files) {
+    return new HshFileIndex(session, table, location, schema, partitionSchema, List.of(), files);
   }
 
   /** This index pruning also by {@code filters} (conjuncts of the filter directly above the scan). */
   HshFileIndex withQueryFilters(List<Expression> filters) {
-    return new HshFileIndex(session, table, location, schema, partitionSchema, filters);
+    return new HshFileIndex(session, table, location, schema, partitionSchema, filters, fixedFiles);
   }
 
   List<Expression> queryFilters() {
@@ -77,6 +91,7 @@ public final class HshFileIndex implements FileIndex {
 
   @Override
   public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
+    if (fixedFiles != null) return CollectionConverters.asScala(partitions(fixedFiles)).toSeq();
     Map<Expression, Expression> predicates = new LinkedHashMap<>(); // by canonical form: no leaf twice
     for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : CollectionConverters.asJava(partitionFilters)) predicates.putIfAbsent(e.canonicalized(), e);
@@ -91,7 +106,7 @@ public final class HshFileIndex implements FileIndex {
 
   @Override
   public String[] inputFiles() {
-    JsonNode files = scan(JsonNodeFactory.instance.arrayNode(), false).path("files");
+    JsonNode files = fixedFiles != null ? fixedFiles : scan(JsonNodeFactory.instance.arrayNode(), false).path("files");
     String[] paths = new String[files.size()];
     for (int i = 0; i < paths.length; i++) paths[i] = files.get(i).get(0).asText();
     return paths;
@@ -106,7 +121,13 @@ public final class HshFileIndex implements FileIndex {
   public long sizeInBytes() {
     Long size = sizeInBytes;
     if (size == null) {
-      size = scan(JsonNodeFactory.instance.arrayNode(), false).path("metrics").path("bytes_total").asLong();
+      if (fixedFiles != null) {
+        long sum = 0;
+        for (JsonNode f : fixedFiles) sum += f.get(1).asLong();
+        size = sum;
+      } else {
+        size = scan(JsonNodeFactory.instance.arrayNode(), false).path("metrics").path("bytes_total").asLong();
+      }
       sizeInBytes = size;
     }
     return size;
@@ -156,12 +177,12 @@ public final class HshFileIndex implements FileIndex {
     if (!(o instanceof HshFileIndex)) return false;
     HshFileIndex other = (HshFileIndex) o;
     return table.equals(other.table) && location.equals(other.location) && schema.equals(other.schema)
-        && queryFilters.equals(other.queryFilters);
+        && queryFilters.equals(other.queryFilters) && Objects.equals(fixedFiles, other.fixedFiles);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(table, location, schema, queryFilters);
+    return Objects.hash(table, location, schema, queryFilters, fixedFiles);
   }
 
   @Override

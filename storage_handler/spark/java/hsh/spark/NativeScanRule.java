@@ -6,15 +6,12 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
-import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
-import scala.collection.immutable.Map$;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractPartialFunction;
 
@@ -53,37 +50,20 @@ final class NativeScanRule extends Rule<LogicalPlan> {
 
   private static Metadata tableMetadata(LogicalPlan p) {
     if (!(p instanceof DataSourceV2Relation)) return null;
-    StructField[] fields = ((DataSourceV2Relation) p).table().schema().fields();
+    StructField[] fields = ((DataSourceV2Relation) p).schema().fields();
     if (fields.length == 0 || !fields[0].metadata().contains("hsh.table")) return null;
     return fields[0].metadata();
   }
 
   private LogicalPlan replace(DataSourceV2Relation relation) {
     Metadata md = tableMetadata(relation);
-    StructType schema = relation.table().schema();
-    List<StructField> data = new ArrayList<>();
-    List<StructField> partitions = new ArrayList<>();
-    for (StructField f : schema.fields()) {
-      boolean partition = f.metadata().contains("hsh.partition") && f.metadata().getBoolean("hsh.partition");
-      (partition ? partitions : data).add(f);
-    }
+    StructType schema = relation.schema(); // from its output attributes, field metadata included
     List<AttributeReference> output = new ArrayList<>();
-    for (StructField f : concat(data, partitions)) output.add(attribute(relation, f.name()));
-    StructType dataSchema = new StructType(data.toArray(new StructField[0]));
-    StructType partitionSchema = new StructType(partitions.toArray(new StructField[0]));
-    HshFileIndex index = new HshFileIndex(session, md.getString("hsh.table"), md.getString("hsh.location"), schema,
-        partitionSchema, List.of());
-    scala.collection.immutable.Map<String, String> options = Map$.MODULE$.empty();
-    HadoopFsRelation fs = new HadoopFsRelation(index, partitionSchema, dataSchema, Option.empty(),
-        new ParquetFileFormat(), options, session);
-    return new LogicalRelation(fs, CollectionConverters.asScala(output).toSeq(), Option.empty(), false,
-        Option.empty());
-  }
-
-  private static List<StructField> concat(List<StructField> a, List<StructField> b) {
-    List<StructField> out = new ArrayList<>(a);
-    out.addAll(b);
-    return out;
+    for (StructField f : HshRelations.ordered(schema)) output.add(attribute(relation, f.name()));
+    HshFileIndex index = HshFileIndex.pruning(session, md.getString("hsh.table"), md.getString("hsh.location"),
+        schema, HshRelations.partitionSchema(schema));
+    return new LogicalRelation(HshRelations.relation(session, schema, index),
+        CollectionConverters.asScala(output).toSeq(), Option.empty(), false, Option.empty());
   }
 
   private static AttributeReference attribute(DataSourceV2Relation relation, String name) {

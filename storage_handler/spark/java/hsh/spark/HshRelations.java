@@ -1,0 +1,62 @@
+package hsh.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+import scala.collection.immutable.Map$;
+
+/** Spark's native Parquet relation over a registered table's {@link HshFileIndex}: one place to build it. */
+public final class HshRelations {
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  private HshRelations() {}
+
+  static boolean isPartition(StructField f) {
+    return f.metadata().contains("hsh.partition") && f.metadata().getBoolean("hsh.partition");
+  }
+
+  /** Data columns then partition columns, in the order {@link HadoopFsRelation#schema()} has them. */
+  static List<StructField> ordered(StructType schema) {
+    List<StructField> out = new ArrayList<>();
+    for (StructField f : schema.fields()) if (!isPartition(f)) out.add(f);
+    for (StructField f : schema.fields()) if (isPartition(f)) out.add(f);
+    return out;
+  }
+
+  static HadoopFsRelation relation(SparkSession session, StructType schema, HshFileIndex index) {
+    List<StructField> data = new ArrayList<>();
+    for (StructField f : schema.fields()) if (!isPartition(f)) data.add(f);
+    scala.collection.immutable.Map<String, String> options = Map$.MODULE$.empty();
+    return new HadoopFsRelation(index, index.partitionSchema(), new StructType(data.toArray(new StructField[0])),
+        Option.empty(), new ParquetFileFormat(), options, session);
+  }
+
+  static StructType partitionSchema(StructType schema) {
+    List<StructField> partitions = new ArrayList<>();
+    for (StructField f : schema.fields()) if (isPartition(f)) partitions.add(f);
+    return new StructType(partitions.toArray(new StructField[0]));
+  }
+
+  /**
+   * A relation over files the handler already chose (for {@code read_table}): {@code filesJson} is the
+   * {@code files} list of a prune-service answer. Spark neither lists nor stats them again.
+   */
+  public static HadoopFsRelation keptFiles(SparkSession session, String schemaJson, String filesJson)
+      throws IOException {
+    StructType schema = (StructType) DataType.fromJson(schemaJson);
+    JsonNode files = MAPPER.readTree(filesJson);
+    String table = schema.fields()[0].metadata().getString("hsh.table");
+    String location = schema.fields()[0].metadata().getString("hsh.location");
+    HshFileIndex index = HshFileIndex.fixed(session, table, location, schema, partitionSchema(schema), files);
+    return relation(session, schema, index);
+  }
+}
