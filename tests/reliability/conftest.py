@@ -152,13 +152,20 @@ def _sort_key(row: _Row) -> tuple[int, int]:
     return (int(head) if head.isdigit() else 99, row.order)
 
 
+def _ran_whole_suite(session: pytest.Session) -> bool:
+    ran = {Path(str(item.fspath)).resolve() for item in session.items if _is_ours(item)}
+    every = {p.resolve() for p in HERE.glob("test_*.py")}
+    options = session.config.option
+    return ran >= every and not getattr(options, "keyword", "") and not getattr(options, "markexpr", "")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for module in _modules(session):
         stop = getattr(module, "stop_background", None)
         if stop is not None:
             stop()
-    if not _ROWS or os.environ.get("HSH_NO_RESULTS_MD"):
-        return
+    if not _ROWS or os.environ.get("HSH_NO_RESULTS_MD") or not _ran_whole_suite(session):
+        return  # a partial run (one module, -k, -m) must not replace the table of the whole suite
     counts: dict[str, int] = {}
     for case in _CASES.values():
         counts[case.outcome] = counts.get(case.outcome, 0) + 1

@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
-import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -121,37 +119,6 @@ def test_a_scan_that_cannot_be_planned_fails_naming_the_table(spark, metastore_u
         client.alter_table(table)
     with pytest.raises(Exception, match=r"cannot plan the scan of native\.remote: .*s3a://bucket/remote"):
         spark.sql("SELECT count(*) FROM native.remote WHERE c_bigint = 5").collect()
-
-
-def _prune_service_pids(spark) -> list[int]:
-    """Live prune-service children of this session's Spark JVM (by parent PID; never by name alone)."""
-    jvm = spark.sparkContext._gateway.proc.pid
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            stat = (proc / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
-            if int(fields[1]) == jvm and fields[0] != "Z" and \
-                    b"storage_handler.spark.prune_service" in (proc / "cmdline").read_bytes():
-                found.append(int(proc.name))
-        except (OSError, ValueError):
-            continue  # a process that ended while we looked
-    return found
-
-
-def test_a_killed_prune_service_is_replaced(spark, typed: Path) -> None:
-    spark.sql(f"SELECT count(*) FROM {TABLE} WHERE c_bigint = 5").collect()
-    [pid] = _prune_service_pids(spark)
-    os.kill(pid, signal.SIGKILL)
-    for _ in range(50):
-        if pid not in _prune_service_pids(spark):
-            break
-        time.sleep(0.1)
-    assert spark.sql(f"SELECT count(*) FROM {TABLE} WHERE c_bigint = 5").collect()[0][0] == 1
-    [new_pid] = _prune_service_pids(spark)
-    assert new_pid != pid
 
 
 # -------------------------------------------------------------------------------- the Python side, directly

@@ -11,7 +11,10 @@ import java.io.OutputStreamWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkConf;
+import org.apache.spark.sql.SparkSession;
 
 /**
  * The driver's channel to the handler's Python side: one long-lived {@code python -m
@@ -26,7 +29,7 @@ import org.apache.spark.SparkConf;
 final class PruneService {
   static final String PYTHON = "spark.hsh.python";
   private static final ObjectMapper MAPPER = new ObjectMapper();
-  private static PruneService instance;
+  private static final Map<String, PruneService> BY_PYTHON = new ConcurrentHashMap<>();
 
   private final List<String> command;
   private Process process;
@@ -37,14 +40,20 @@ final class PruneService {
     this.command = command;
   }
 
-  static synchronized PruneService get(SparkConf conf) {
-    if (instance == null) {
-      String env = System.getenv("PYSPARK_PYTHON");
-      String python = conf.get(PYTHON, conf.get("spark.pyspark.python", env == null ? "python3" : env));
-      instance = new PruneService(Arrays.asList(python, "-m", "storage_handler.spark.prune_service"));
-      Runtime.getRuntime().addShutdownHook(new Thread(instance::stop, "hsh-prune-service-stop"));
-    }
-    return instance;
+  /**
+   * The service for the session's Python: {@code spark.hsh.python} (a session setting, so it can be changed at
+   * run time), else {@code spark.pyspark.python}, else {@code $PYSPARK_PYTHON}, else {@code python3}.
+   */
+  static PruneService get(SparkSession session) {
+    SparkConf conf = session.sparkContext().getConf();
+    String env = System.getenv("PYSPARK_PYTHON");
+    String fallback = conf.get(PYTHON, conf.get("spark.pyspark.python", env == null ? "python3" : env));
+    String python = session.conf().get(PYTHON, fallback);
+    return BY_PYTHON.computeIfAbsent(python, p -> {
+      PruneService service = new PruneService(Arrays.asList(p, "-m", "storage_handler.spark.prune_service"));
+      Runtime.getRuntime().addShutdownHook(new Thread(service::stop, "hsh-prune-service-stop"));
+      return service;
+    });
   }
 
   /** The answer to {@code request}; throws naming {@code table} when the Python side fails or reports an error. */

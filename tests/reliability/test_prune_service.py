@@ -1,0 +1,106 @@
+"""8. Spark's native scan loses its prune service: killed, not startable, or answering garbage
+
+The session extension asks one Python process per driver which files to read. Whatever happens to that process,
+a query must either return exactly the right rows or fail with an error naming the table and what to fix; it must
+never read a wrong set of files. Processes are found by parent PID (this session's Spark JVM) and killed by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from metastore.register import apply_registration, plan_registration
+from metastore.table_spec import parse_table_name
+from tests.spark.typed_data import generate_typed
+
+TABLE = "reliability.prune_service"
+QUERY = f"SELECT count(*) FROM {TABLE} WHERE c_bigint = 5"
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory, metastore_uri: str, spark) -> str:
+    from metastore.client import MetastoreClient
+
+    root = generate_typed(tmp_path_factory.mktemp("prune_service") / "t", files_per_partition=1)
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, parse_table_name(TABLE), str(root)))
+    return TABLE
+
+
+@pytest.fixture
+def python_setting(spark) -> Iterator[None]:
+    yield
+    spark.conf.unset("spark.hsh.python")
+
+
+def prune_service_pids(spark) -> list[int]:
+    """Live prune-service children of this session's Spark JVM (by parent PID; the name only confirms)."""
+    jvm = spark.sparkContext._gateway.proc.pid
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            text = (proc / "stat").read_text()
+            state, ppid = text[text.rindex(")") + 2:].split()[:2]  # after "pid (comm) "
+            if int(ppid) == jvm and state != "Z" and \
+                    b"storage_handler.spark.prune_service" in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue  # a process that ended while we looked
+    return found
+
+
+def _kill_all(spark) -> list[int]:
+    pids = prune_service_pids(spark)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while set(pids) & set(prune_service_pids(spark)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return pids
+
+
+def test_killed_between_queries(spark, table: str) -> None:
+    """SIGKILL the service between two queries: the next query starts a new one and returns the right rows."""
+    assert spark.sql(QUERY).collect()[0][0] == 1
+    killed = _kill_all(spark)
+    assert killed, "no prune service was running after a query"
+    assert spark.sql(QUERY).collect()[0][0] == 1
+    assert set(prune_service_pids(spark)).isdisjoint(killed)
+
+
+def test_python_that_does_not_exist(spark, table: str, python_setting: None, tmp_path: Path) -> None:
+    """`spark.hsh.python` names no program: the query fails naming the table and the setting; fixing it heals."""
+    spark.conf.set("spark.hsh.python", str(tmp_path / "no-such-python"))
+    with pytest.raises(Exception, match=rf"{TABLE}.*spark\.hsh\.python"):
+        spark.sql(QUERY).collect()
+    spark.conf.unset("spark.hsh.python")
+    assert spark.sql(QUERY).collect()[0][0] == 1
+
+
+def test_service_answering_garbage(spark, table: str, python_setting: None, tmp_path: Path) -> None:
+    """A "Python" that answers every request with text that is not JSON: the query fails, it reads nothing."""
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\nwhile read line; do echo 'HTTP/1.1 400 Bad Request'; done\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    spark.conf.set("spark.hsh.python", str(fake))
+    with pytest.raises(Exception, match=rf"pruning service .* failed for {TABLE}"):
+        spark.sql(QUERY).collect()
+
+
+def test_service_that_exits_at_once(spark, table: str, python_setting: None, tmp_path: Path) -> None:
+    """A Python without the package (the service exits at start): a clear error with the exit code."""
+    fake = tmp_path / "python-without-the-package"
+    fake.write_text("#!/bin/sh\necho \"No module named storage_handler\" >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    spark.conf.set("spark.hsh.python", str(fake))
+    with pytest.raises(Exception, match=r"exited \(code 1\)"):
+        spark.sql(QUERY).collect()
