@@ -58,6 +58,13 @@ def prune_service_pids(spark) -> list[int]:
     return found
 
 
+def _script(path: Path, body: str) -> str:
+    """An executable shell script standing in for the Python the service is started with."""
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
 def _kill_all(spark) -> list[int]:
     pids = prune_service_pids(spark)
     for pid in pids:
@@ -88,19 +95,15 @@ def test_python_that_does_not_exist(spark, table: str, python_setting: None, tmp
 
 def test_service_answering_garbage(spark, table: str, python_setting: None, tmp_path: Path) -> None:
     """A "Python" that answers every request with text that is not JSON: the query fails, it reads nothing."""
-    fake = tmp_path / "fake-python"
-    fake.write_text("#!/bin/sh\nwhile read line; do echo 'HTTP/1.1 400 Bad Request'; done\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    spark.conf.set("spark.hsh.python", str(fake))
+    spark.conf.set("spark.hsh.python", _script(tmp_path / "fake-python",
+                                               "while read line; do echo 'HTTP/1.1 400 Bad Request'; done"))
     with pytest.raises(Exception, match=rf"pruning service .* failed for {TABLE}"):
         spark.sql(QUERY).collect()
 
 
 def test_service_that_exits_at_once(spark, table: str, python_setting: None, tmp_path: Path) -> None:
     """A Python without the package (the service exits at start): a clear error with the exit code."""
-    fake = tmp_path / "python-without-the-package"
-    fake.write_text("#!/bin/sh\necho \"No module named storage_handler\" >&2\nexit 1\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    spark.conf.set("spark.hsh.python", str(fake))
+    spark.conf.set("spark.hsh.python", _script(tmp_path / "python-without-the-package",
+                                               'echo "No module named storage_handler" >&2; exit 1'))
     with pytest.raises(Exception, match=r"exited \(code 1\)"):
         spark.sql(QUERY).collect()

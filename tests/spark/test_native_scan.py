@@ -13,30 +13,20 @@ import json
 import os
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
 from storage_handler.spark import last_scan_metrics
-from tests.spark.typed_data import WORDS, generate_typed
+from tests.spark.typed_data import COLUMNS, WORDS, register_typed
 
 TABLE = "native.typed"
-COLUMNS = "c_tiny, c_small, c_int, c_bigint, c_float, c_double, c_dec, c_str, c_bool, c_date, c_ts, region, bucket"
 
 
 @pytest.fixture(scope="module")
 def typed(tmp_path_factory, metastore_uri: str, spark) -> Path:
-    from metastore.client import MetastoreClient
-
-    root = generate_typed(tmp_path_factory.mktemp("native") / "typed")
-    with MetastoreClient(metastore_uri) as client:
-        apply_registration(client, plan_registration(client, parse_table_name(TABLE), str(root)))
-    spark.createDataFrame(ds.dataset(root, format="parquet", partitioning="hive").to_table()) \
-        .createOrReplaceTempView("oracle_native")
-    return root
+    return register_typed(tmp_path_factory.mktemp("native") / "typed", metastore_uri, TABLE, spark,
+                          oracle_view="oracle_native")
 
 
 def _rows(df) -> list[tuple]:
@@ -109,9 +99,8 @@ def test_a_scan_that_cannot_be_planned_fails_naming_the_table(spark, metastore_u
     """A table whose location is not on the local file system: the error reaches the query, nothing is read."""
     from metastore.client import MetastoreClient
 
-    root = generate_typed(tmp_path / "remote", files_per_partition=1)
+    register_typed(tmp_path / "remote", metastore_uri, "native.remote", files_per_partition=1)
     with MetastoreClient(metastore_uri) as client:
-        apply_registration(client, plan_registration(client, parse_table_name("native.remote"), str(root)))
         table = client.get_table("native", "remote")
         part = table.parameters["spark.sql.sources.schema.part.0"]
         location = json.loads(part)["fields"][0]["metadata"]["hsh.location"]

@@ -10,29 +10,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-import pyarrow.dataset as ds
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
 from storage_handler.spark import last_scan_metrics, read_table
-from tests.spark.typed_data import QUERIES, generate_typed
+from tests.spark.typed_data import COLUMNS, QUERIES, register_typed
 
 TABLE = "paths.typed"
-COLUMNS = "c_tiny, c_small, c_int, c_bigint, c_float, c_double, c_dec, c_str, c_bool, c_date, c_ts, region, bucket"
 
 
 @pytest.fixture(scope="module")
 def typed_table(tmp_path_factory, metastore_uri: str, spark) -> str:
-    from metastore.client import MetastoreClient
-
-    root = generate_typed(tmp_path_factory.mktemp("typed") / "typed")
-    with MetastoreClient(metastore_uri) as client:
-        apply_registration(client, plan_registration(client, parse_table_name(TABLE), str(root)))
-    table = ds.dataset(root, format="parquet", partitioning="hive").to_table()
-    df = spark.createDataFrame(table)
-    df.createOrReplaceTempView("oracle_typed")
-    return str(root)
+    root = tmp_path_factory.mktemp("typed") / "typed"
+    return str(register_typed(root, metastore_uri, TABLE, spark, oracle_view="oracle_typed"))
 
 
 def _rows(rows) -> list[tuple]:

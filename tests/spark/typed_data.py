@@ -10,6 +10,7 @@ import datetime as dt
 import random
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -60,6 +61,28 @@ def generate_typed(root: Path, rows_per_file: int = 40, files_per_partition: int
                     for i in range(rows_per_file)
                 ]
                 pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), folder / f"part-{part}.parquet")
+    return root
+
+
+COLUMNS = "c_tiny, c_small, c_int, c_bigint, c_float, c_double, c_dec, c_str, c_bool, c_date, c_ts, region, bucket"
+"""The columns Spark and the oracle are compared on (``c_bin`` is left out: Spark and pyarrow differ on binary)."""
+
+
+def register_typed(root: Path, metastore_uri: str, table: str, spark: Any = None, oracle_view: str | None = None,
+                   **generate: Any) -> Path:
+    """Generate the dataset under ``root``, register it as ``table``; with ``spark``, also a pyarrow-read view."""
+    import pyarrow.dataset as ds
+
+    from metastore.client import MetastoreClient
+    from metastore.register import apply_registration, plan_registration
+    from metastore.table_spec import parse_table_name
+
+    generate_typed(root, **generate)
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, parse_table_name(table), str(root)))
+    if spark is not None and oracle_view:
+        spark.createDataFrame(ds.dataset(root, format="parquet", partitioning="hive").to_table()) \
+            .createOrReplaceTempView(oracle_view)
     return root
 
 
