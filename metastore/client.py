@@ -3,7 +3,9 @@
 Why a wrapper and not ``hmsclient.HMSClient`` directly:
 
 * **Timeouts.** A bare ``TSocket`` waits forever on a metastore that accepted the connection but hangs; we set a
-  connect timeout and a per-call socket timeout.
+  connect timeout, a socket timeout per attempt, and a deadline per call across all its retries (default 1.5× the
+  socket timeout), so a metastore that accepts connections and never answers fails a call in minutes, not after
+  every retry has waited out its full socket timeout.
 * **Retries only where they are safe.** A call is retried (after reconnecting, with bounded exponential backoff)
   only if repeating it cannot change the outcome: reads, and writes that are idempotent by construction
   (``add_partitions`` with ``ifNotExists``, ``alter_table`` with a complete table object). ``create_table`` and
@@ -88,6 +90,7 @@ class MetastoreClient:
         retries: int = 8,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
+        call_deadline: float | None = None,
     ) -> None:
         self.address = parse_metastore_uri(uri)
         self.uri = self.address.uri
@@ -96,7 +99,9 @@ class MetastoreClient:
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.call_deadline = 1.5 * socket_timeout if call_deadline is None else call_deadline
         self._ever_connected = False
+        self._socket: TSocket.TSocket | None = None
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
 
@@ -123,6 +128,7 @@ class MetastoreClient:
             ) from e
         sock.setTimeout(int(self.socket_timeout * 1000))
         self._ever_connected = True
+        self._socket = sock
         self._transport = transport
         self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
 
@@ -131,11 +137,13 @@ class MetastoreClient:
             with contextlib.suppress(*_TRANSPORT_ERRORS):  # closing a dead socket is not worth reporting
                 self._transport.close()
         self._transport = None
+        self._socket = None
         self._client = None
 
     def _call(self, subject: str, fn: Callable[[ThriftHiveMetastore.Client], T], *, idempotent: bool) -> T:
         """Run ``fn(thrift_client)``; translate errors; reconnect and retry transport failures if idempotent."""
         attempt = 0
+        start = time.monotonic()
         while True:
             try:
                 try:
@@ -145,7 +153,9 @@ class MetastoreClient:
                     if not self._ever_connected:
                         raise
                     raise TTransport.TTransportException(message=str(e)) from e
-                assert self._client is not None
+                assert self._client is not None and self._socket is not None
+                remaining = self.call_deadline - (time.monotonic() - start)
+                self._socket.setTimeout(int(max(0.1, min(self.socket_timeout, remaining)) * 1000))
                 return fn(self._client)
             except hms.NoSuchObjectException as e:
                 raise NoSuchObjectError(f"{subject} does not exist in the metastore at {self.uri}") from e
@@ -162,13 +172,20 @@ class MetastoreClient:
                 ) from e
             except _TRANSPORT_ERRORS as e:
                 self.close()
+                delay = min(self.max_backoff, self.backoff * (2**attempt))
+                elapsed = time.monotonic() - start
+                if idempotent and attempt < self.retries and elapsed + delay >= self.call_deadline:
+                    raise MetastoreUnavailableError(
+                        f"the Hive Metastore at {self.uri} did not complete {subject} within {self.call_deadline:.0f} s "
+                        f"({attempt + 1} attempt(s), last: {_reason(e)}); if it accepts connections but never "
+                        "answers, check its log and restart it"
+                    ) from e
                 if not idempotent or attempt >= self.retries:
                     hint = "" if idempotent else "; the call may or may not have been applied, re-running the command is safe"
                     raise MetastoreUnavailableError(
                         f"lost the connection to the Hive Metastore at {self.uri} during {subject} "
                         f"({_reason(e)}) after {attempt + 1} attempt(s){hint}"
                     ) from e
-                delay = min(self.max_backoff, self.backoff * (2**attempt))
                 log.warning("metastore %s: %s during %s; retrying in %.1fs", self.uri, _reason(e), subject, delay)
                 time.sleep(delay)
                 attempt += 1
