@@ -10,8 +10,8 @@ Truth comes from storage, not from the index:
 2. **Partition pruning** over the scan-file batch (``path``, ``size``, ``modification_time``,
    ``partition_values``) with a selection vector, Delta-kernel style: data-column leaves are unknown here.
 3. **Statistics pruning**: the index rows are aligned to the listing with one vectorized ``index_in`` on the path;
-   a row counts only if size and mtime still match. A file the index does not know, or that changed since, has
-   no statistics and is kept. Without an index the answer is the same, only less pruned.
+   a row counts only if size, mtime and change time (ctime) still match. A file the index does not know, or that
+   changed since, has no statistics and is kept. Without an index the answer is the same, only less pruned.
 """
 
 from __future__ import annotations
@@ -84,11 +84,12 @@ def is_trivial(sarg: SearchArgument) -> bool:
 
 
 def scan_batch(files: Sequence[DataFile]) -> pa.Table:
-    """The scan files as one Arrow batch: path, size, mtime and the partition-values map."""
+    """The scan files as one Arrow batch: path, size, mtime, change time and the partition-values map."""
     return pa.table({
         "path": pa.array([f.path for f in files], pa.string()),
         "size": pa.array([f.size for f in files], pa.int64()),
         "modification_time": pa.array([f.mtime_ms for f in files], pa.int64()),
+        "change_time": pa.array([f.ctime_ns for f in files], pa.int64()),
         "partition_values": pa.array([list(f.partition_values.items()) for f in files],
                                      pa.map_(pa.string(), pa.string())),
     })
@@ -99,9 +100,9 @@ def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]
     if index is None or index.num_rows == 0:
         return scan, scan.num_rows
     positions = pc.index_in(scan.column("path"), value_set=index.column("path"))
-    aligned_size = pc.take(index.column("size"), positions)
-    aligned_mtime = pc.take(index.column("modification_time"), positions)
-    fresh = pc.and_(pc.equal(aligned_size, scan.column("size")), pc.equal(aligned_mtime, scan.column("modification_time")))
+    fresh = pa.scalar(True)
+    for column in ("size", "modification_time", "change_time"):  # all must match; a null never does
+        fresh = pc.and_kleene(fresh, pc.equal(pc.take(index.column(column), positions), scan.column(column)))
     fresh = pc.fill_null(fresh, False)
     positions = pc.if_else(fresh, positions, pa.scalar(None, positions.type))
     out = scan

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
+from storage_handler.handler import list_status_for
 from storage_handler.input_format import attach_stats, pack_splits, scan_batch
 from storage_handler.spark.reader import Split
 from storage_handler.stats import DataFile
+from storage_handler.table_desc import TableDesc
+from storage_handler.types import parse_hive_type
 
 
 @given(st.lists(st.integers(0, 300 << 20), max_size=60), st.integers(1, 16))
@@ -29,11 +35,74 @@ def test_small_files_are_packed_and_parallelism_kept() -> None:
 
 
 def test_attach_stats_keeps_unknown_and_changed_files_without_stats() -> None:
-    files = [DataFile("a", 10, 1, {}), DataFile("b", 20, 2, {}), DataFile("new", 5, 3, {})]
+    files = [DataFile("a", 10, 1, {}, 5), DataFile("b", 20, 2, {}, 6), DataFile("new", 5, 3, {}, 7),
+             DataFile("c", 30, 4, {}, 8), DataFile("d", 40, 5, {}, 9), DataFile("e", 50, 6, {}, None)]
     index = pa.table({
-        "path": ["b", "a", "gone"], "size": [20, 99, 1], "modification_time": [2, 1, 1],
-        "num_records": pa.array([7, 8, 9], pa.int64()),
+        "path": ["b", "a", "gone", "c", "d", "e"], "size": [20, 99, 1, 30, 40, 50],
+        "modification_time": [2, 1, 1, 4, 5, 6], "change_time": pa.array([6, 5, 1, 1, None, 9], pa.int64()),
+        "num_records": pa.array([7, 8, 9, 10, 11, 12], pa.int64()),
     })
     scan, unknown = attach_stats(scan_batch(files), index)
-    assert scan.column("num_records").to_pylist() == [None, 7, None]  # a changed size, new unknown
-    assert unknown == 2
+    # a: size changed; new: unknown; c: rewritten keeping size and mtime (ctime moved); d: index has no ctime;
+    # e: the listing has no ctime. Only b is trusted.
+    assert scan.column("num_records").to_pylist() == [None, 7, None, None, None, None]
+    assert unknown == 5
+
+
+def test_a_rewrite_keeping_size_and_mtime_is_not_trusted(tmp_path: Path) -> None:
+    """`cp -p` / `rsync -t` of other content over an indexed file: same size, same mtime, new rows.
+
+    The index still holds the old file's bounds; trusting them would skip a file that now matches.
+    """
+    import pyarrow.parquet as pq
+
+    from storage_handler.stats import list_data_files, update_index
+
+    table = tmp_path / "t"
+    table.mkdir()
+    target = table / "part-0.parquet"
+    pq.write_table(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), target)
+    columns = [("x", parse_hive_type("bigint"))]
+    update_index(str(table), columns)
+    before = os.stat(target)
+    replacement = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"x": pa.array([7, 8, 9], pa.int64())}), replacement)
+    assert os.stat(replacement).st_size == before.st_size  # same shape of data: same size
+    os.replace(replacement, target)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # what cp -p / rsync -t do
+    [listed] = list_data_files(str(table))
+    assert (listed.size, listed.mtime_ms) == (before.st_size, before.st_mtime_ns // 1_000_000)
+
+    result, _ = list_status_for(TableDesc("db.t", str(table), tuple(columns)), "x = 8")
+    assert [f.path for f in result.files] == ["part-0.parquet"], result.metrics
+    assert result.metrics.files_without_stats == 1
+    _version, diff = update_index(str(table), columns)
+    assert diff.changed == ("part-0.parquet",)
+    result, _ = list_status_for(TableDesc("db.t", str(table), tuple(columns)), "x = 8")
+    assert [f.path for f in result.files] == ["part-0.parquet"] and result.metrics.files_without_stats == 0
+
+
+def test_an_index_without_change_times_is_used_only_after_a_refresh(tmp_path: Path) -> None:
+    """An index written before change times were recorded: readable, its rows unverifiable until refreshed."""
+    import pyarrow.parquet as pq
+
+    from storage_handler.stats import load, update_index
+
+    table = tmp_path / "t"
+    table.mkdir()
+    pq.write_table(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), table / "part-0.parquet")
+    columns = [("x", parse_hive_type("bigint"))]
+    update_index(str(table), columns)
+    snapshot = load(str(table))
+    assert snapshot is not None
+    old = snapshot.table.drop_columns(["change_time"])
+    pq.write_table(old, snapshot.path)  # the same snapshot as an older release wrote it
+    reloaded = load(str(table))
+    assert reloaded is not None and reloaded.table.column("change_time").null_count == 1
+    desc = TableDesc("db.t", str(table), tuple(columns))
+    result, _ = list_status_for(desc, "x = 8")
+    assert len(result.files) == 1 and result.metrics.files_without_stats == 1  # kept: nothing proves it unchanged
+    _version, diff = update_index(str(table), columns)
+    assert diff.changed == ("part-0.parquet",)
+    result, _ = list_status_for(desc, "x = 8")
+    assert result.files == () and result.metrics.files_without_stats == 0

@@ -3,7 +3,9 @@
 Why one Arrow table: the pruning evaluator compares a predicate with every file's bounds in a few vectorized
 ``pyarrow.compute`` calls, so the index is columnar (the shape of Delta's ``add`` actions), one row per data file:
 
-``path`` (relative POSIX path), ``size``, ``modification_time`` (ms), ``num_records`` (null = unknown),
+``path`` (relative POSIX path), ``size``, ``modification_time`` (ms), ``change_time`` (inode ctime, ns; null =
+unknown: such a row is never trusted, see :class:`~storage_handler.stats.listing.DataFile`), ``num_records`` (null
+= unknown),
 ``partition_values`` map<string,string> (null value = NULL partition), ``min_values`` / ``max_values`` (struct, one
 field per stats-capable column typed as ``hive_to_arrow(type)``, null = unknown), ``null_count`` (struct of int64),
 ``stats_error`` (why a footer could not be read).
@@ -66,6 +68,7 @@ def index_schema(columns: Iterable[tuple[str, HiveType]]) -> pa.Schema:
             pa.field("path", pa.string()),
             pa.field("size", pa.int64()),
             pa.field("modification_time", pa.int64()),
+            pa.field("change_time", pa.int64()),
             pa.field("num_records", pa.int64()),
             pa.field("partition_values", PARTITION_TYPE),
             pa.field("min_values", bounds),
@@ -112,6 +115,7 @@ def stats_table(columns: Iterable[tuple[str, HiveType]], entries: Iterable[tuple
         pa.array([f.path for f in files], pa.string()),
         pa.array([int(f.size) for f in files], pa.int64()),
         pa.array([int(f.mtime_ms) for f in files], pa.int64()),
+        pa.array([f.ctime_ns for f in files], pa.int64()),
         pa.array([s.num_records for s in stats], pa.int64()),
         pa.array([list(dict(f.partition_values).items()) for f in files], PARTITION_TYPE),
         struct_of(lambda s, c: s.column(c).min, bounds_type),

@@ -34,16 +34,23 @@ _JAVA_HEX_INT = re.compile(r"[+-]?[0-9A-Fa-f]+")
 
 
 class DataFile(NamedTuple):
-    """One data file: path relative to the table location (POSIX), size in bytes, mtime in ms, partition values.
+    """One data file: path relative to the table location (POSIX), size in bytes, mtime in ms, partition values,
+    and the inode change time in ns (``None``: unknown).
 
     A NamedTuple (immutable, typed) so that plain ``(path, size, mtime_ms, partition_values)`` tuples from callers
     are accepted wherever a ``DataFile`` is.
+
+    Why the change time: size and mtime do not prove a file unchanged. ``cp -p``, ``rsync -t`` or ``touch -d`` put
+    the old mtime on new content, and two writes within one clock tick keep it. The ctime cannot be set by tools
+    and moves on every write or replacement (a renamed-in file carries its own), so an index row is trusted only
+    while all three match. A ``chmod`` moves it too; that only costs a footer re-read at the next refresh.
     """
 
     path: str
     size: int
     mtime_ms: int
     partition_values: Mapping[str, str | None]
+    ctime_ns: int | None = None
 
 
 def escape_path_name(text: str) -> str:
@@ -154,7 +161,7 @@ def list_data_files(table_location: str, partition_columns: Sequence[str] | None
             if values is None:
                 continue
             rel = "/".join((*rel_parts, entry.name))
-            result.append(DataFile(rel, st.st_size, st.st_mtime_ns // 1_000_000, values))
+            result.append(DataFile(rel, st.st_size, st.st_mtime_ns // 1_000_000, values, st.st_ctime_ns))
     result.sort(key=lambda f: f.path)
     return result
 

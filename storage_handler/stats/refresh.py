@@ -33,7 +33,7 @@ from storage_handler.types import HiveType
 class FileDiff:
     """What a refresh found, as relative paths (sorted).
 
-    ``changed``: size, mtime or partition values differ. ``retried``: unchanged files re-read because their
+    ``changed``: size, mtime, change time or partition values differ. ``retried``: unchanged files re-read because their
     footer failed last time. ``full_rebuild``: the indexed columns changed, so every footer was read again.
     """
 
@@ -55,6 +55,7 @@ def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[Fi
     paths = previous.column("path").to_pylist()
     sizes = previous.column("size").to_pylist()
     mtimes = previous.column("modification_time").to_pylist()
+    ctimes = previous.column("change_time").to_pylist()
     parts = previous.column("partition_values").to_pylist()
     errors = previous.column("stats_error").to_pylist()
     row_of = {p: i for i, p in enumerate(paths)}
@@ -66,7 +67,8 @@ def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[Fi
         i = row_of.get(f.path)
         if i is None:
             added.append(f.path)
-        elif sizes[i] != f.size or mtimes[i] != f.mtime_ms or dict(parts[i] or []) != dict(f.partition_values):
+        elif (sizes[i] != f.size or mtimes[i] != f.mtime_ms or ctimes[i] is None or ctimes[i] != f.ctime_ns
+              or dict(parts[i] or []) != dict(f.partition_values)):
             changed.append(f.path)
         elif errors[i] is not None:
             retried.append(f.path)

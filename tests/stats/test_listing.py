@@ -149,7 +149,8 @@ def test_list_data_files(tmp_path):
     assert values["dt=/part-0.parquet"] is None  # an empty value is Hive's default partition
     first = files[2]
     st_ = os.stat(tmp_path / first.path)
-    assert first == DataFile(first.path, st_.st_size, st_.st_mtime_ns // 1_000_000, {"dt": "2024-01-01"})
+    assert first == DataFile(first.path, st_.st_size, st_.st_mtime_ns // 1_000_000, {"dt": "2024-01-01"},
+                             st_.st_ctime_ns)
 
 
 def test_partition_columns_select_the_hive_layout(tmp_path):
