@@ -183,6 +183,9 @@ class _Binder:
             raise FilterError(f"filter {self.text!r}: IN with a subquery is not supported; list the values")
         if not self._plain(node, ("this", "expressions")):
             return self.opaque(node)
+        if not node.expressions:
+            raise FilterError(f"filter {self.text!r}: {node.this.sql(dialect='hive')} IN () has no values; an IN "
+                              "list needs at least one value")
         return Call("in", (self.convert(node.this), *(self.convert(v) for v in node.expressions)))
 
     @convert.register

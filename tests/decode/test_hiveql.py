@@ -165,7 +165,8 @@ def test_qualified_names_are_refused():
     ("text", "message"),
     [("", "empty"), ("   ", "empty"), ("x IN (SELECT 1)", "subquery"), ("x = sum(z)", "sum"),
      ("x = (SELECT 1)", "only use columns"), ("x = 1; z = 2", "only use columns"), ("x y", "only use columns"),
-     ("x = row_number() OVER ()", "only use columns")],
+     ("x = row_number() OVER ()", "only use columns"), ("x IN ()", r"filter .x IN \(\).: x IN \(\) has no values"),
+     ("x NOT IN ()", "has no values")],
 )
 def test_refused_constructs(text, message):
     with pytest.raises(FilterError, match=message):
