@@ -1,4 +1,5 @@
-"""``hsh metastore|thriftserver start|stop|status``: the embedded services."""
+"""``hsh metastore|thriftserver start|stop|status``: the embedded services; ``hsh spark-conf``: the settings that
+load the handler into a Spark you start yourself (``spark-submit``, ``spark-sql``, ``pyspark``)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,24 @@ def add_commands(sub: Any) -> None:
                 if name == "thriftserver":
                     add_metastore_option(a)
             a.set_defaults(func=_run, service=name)
+    conf = sub.add_parser("spark-conf", help="the --conf flags that make spark-submit / spark-sql / pyspark read "
+                                             "registered tables through the handler")
+    add_json_option(conf)
+    conf.set_defaults(func=_spark_conf)
+
+
+def _spark_conf(args: argparse.Namespace) -> int:
+    """Print the session extension's settings (compiling it if needed) as ``--conf`` flags, or JSON."""
+    import shlex
+
+    from storage_handler.spark.jvm import native_scan_conf
+
+    conf = {"spark.sql.python.filterPushdown.enabled": "true", **native_scan_conf()}
+    if args.json:
+        print_json(conf)
+    else:
+        print(" ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items()))
+    return 0
 
 
 def _service(args: argparse.Namespace) -> Any:
