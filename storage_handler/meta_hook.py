@@ -18,7 +18,7 @@ import logging
 import shutil
 from typing import Any
 
-from storage_handler.stats import index_dir, update_index
+from storage_handler.stats import StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
 from storage_handler.stats.listing import local_path
 from storage_handler.table_desc import TableDesc
@@ -90,7 +90,7 @@ class IndexMetaHook:
     def _refresh(self, desc: TableDesc) -> int:
         version, diff = update_index(
             self._root(desc), desc.columns, partition_columns=[k for k, _ in desc.partition_keys],
-            show_progress=self.show_progress,
+            options=StatsOptions.for_table(desc.parameters), show_progress=self.show_progress,
         )
         self.last_diff = diff
         return int(version or 0)

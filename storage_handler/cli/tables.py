@@ -18,6 +18,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--location", help="location to record in the metastore (default: file:<absolute PATH>)")
     p.add_argument("--owner", help="table owner (default: the current user)")
     p.add_argument("--table-property", action="append", default=[], metavar="K=V", help="extra table parameter")
+    p.add_argument("--scan-float-columns", action="store_true",
+                   help="read float/double columns when indexing, so their bounds can prune (footers cannot prove "
+                        "a float column free of NaN); slower indexing. Sets hsh.stats.scan_float_columns=true")
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
     add_metastore_option(p)
     add_json_option(p)
@@ -70,13 +73,16 @@ def _register(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.register import apply_registration, plan_registration
     from metastore.table_spec import parse_table_name
+    from storage_handler.stats.footer import TABLE_PARAM_SCAN_FLOAT
 
     name = parse_table_name(args.table)
     quiet = args.json
     with MetastoreClient(metastore_uri(args)) as client:
         plan = plan_registration(
             client, name, args.path, location=args.location, owner=args.owner,
-            table_properties=_properties(args.table_property), progress=None if quiet else say,
+            table_properties={**_properties(args.table_property),
+                              **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {})},
+            progress=None if quiet else say,
         )
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}

@@ -21,6 +21,7 @@ not a scan. The price is that we must only keep what the footer proves (see ``co
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -29,15 +30,45 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage_handler.errors import ConfigurationError, StatsIndexError
 from storage_handler.stats.convert import classify, convert_bound, float_bound
 from storage_handler.types import HiveType
+
+TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
 
 
 @dataclass(frozen=True, slots=True)
 class StatsOptions:
-    """How much work to do per file. ``scan_float_columns`` reads float/double columns to bound them NaN-safely."""
+    """How much work to do per file. ``scan_float_columns`` reads float/double columns to bound them NaN-safely.
+
+    A table opts in with the table parameter ``hsh.stats.scan_float_columns=true`` (``hsh register
+    --scan-float-columns``); every index build and refresh of that table then uses it (:meth:`for_table`). The
+    index records the options it was built with, and a refresh under other options re-reads every footer.
+    """
 
     scan_float_columns: bool = False
+
+    @classmethod
+    def for_table(cls, parameters: Mapping[str, str]) -> StatsOptions:
+        value = str(parameters.get(TABLE_PARAM_SCAN_FLOAT, "false")).strip().lower()
+        if value not in ("true", "false"):
+            raise ConfigurationError(
+                f"table parameter {TABLE_PARAM_SCAN_FLOAT}={parameters[TABLE_PARAM_SCAN_FLOAT]!r}: use true or false"
+            )
+        return cls(scan_float_columns=value == "true")
+
+    def to_json(self) -> str:
+        return json.dumps({"scan_float_columns": self.scan_float_columns}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes | None) -> StatsOptions:
+        """The options recorded in an index (an index without them was built with the defaults)."""
+        if not text:
+            return cls()
+        try:
+            return cls(scan_float_columns=bool(json.loads(text).get("scan_float_columns", False)))
+        except (ValueError, AttributeError) as exc:
+            raise StatsIndexError(f"index metadata hsh.index.options is corrupt ({exc}); rebuild the index") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ BOUNDED_TYPES = frozenset(
 COLUMNS_KEY = b"hsh.index.columns"
 FORMAT_KEY = b"hsh.index.format"
 FORMAT_VERSION = b"1"
+OPTIONS_KEY = b"hsh.index.options"  # the StatsOptions the footers were read with (JSON)
 PARTITION_TYPE = pa.map_(pa.string(), pa.string())
 _UNSAFE_PATH = r"^$|^/|/$|//|(^|/)\.\.?(/|$)|\\|\x00"
 
@@ -57,12 +58,13 @@ def indexed_columns(columns: Iterable[tuple[str, HiveType]]) -> tuple[tuple[str,
     return tuple(result)
 
 
-def index_schema(columns: Iterable[tuple[str, HiveType]]) -> pa.Schema:
+def index_schema(columns: Iterable[tuple[str, HiveType]], options: StatsOptions | None = None) -> pa.Schema:
     """The index's Arrow schema for a table with these data columns (partition columns excluded)."""
     cols = indexed_columns(columns)
     bounds = pa.struct([pa.field(n, hive_to_arrow(t)) for n, t in cols])
     counts = pa.struct([pa.field(n, pa.int64()) for n, _ in cols])
-    meta = {COLUMNS_KEY: json.dumps([[n, str(t)] for n, t in cols]).encode(), FORMAT_KEY: FORMAT_VERSION}
+    meta = {COLUMNS_KEY: json.dumps([[n, str(t)] for n, t in cols]).encode(), FORMAT_KEY: FORMAT_VERSION,
+            OPTIONS_KEY: (options or StatsOptions()).to_json().encode()}
     return pa.schema(
         [
             pa.field("path", pa.string()),
@@ -92,9 +94,17 @@ def columns_of(schema: pa.Schema) -> tuple[tuple[str, HiveType], ...]:
     return tuple((bounds.field(i).name, arrow_to_hive(bounds.field(i).type)) for i in range(bounds.num_fields))
 
 
-def stats_table(columns: Iterable[tuple[str, HiveType]], entries: Iterable[tuple[DataFile, FileStats]]) -> pa.Table:
+def options_of(schema: pa.Schema) -> StatsOptions:
+    """The statistics options an index table was built with."""
+    return StatsOptions.from_json((schema.metadata or {}).get(OPTIONS_KEY))
+
+
+def stats_table(
+    columns: Iterable[tuple[str, HiveType]], entries: Iterable[tuple[DataFile, FileStats]],
+    options: StatsOptions | None = None,
+) -> pa.Table:
     """Assemble index rows (sorted by path) from files and their stats; ``entries`` may be any iterable."""
-    schema = index_schema(columns)
+    schema = index_schema(columns, options)
     cols = columns_of(schema)
     rows = sorted(((DataFile(*f), s) for f, s in entries), key=lambda e: e[0].path)
     files = [f for f, _ in rows]
@@ -215,7 +225,7 @@ def build_index(
         table_location, cols, file_list, options=options, max_workers=max_workers, progress=progress,
         show_progress=show_progress,
     )
-    return stats_table(cols, zip(file_list, stats, strict=True))
+    return stats_table(cols, zip(file_list, stats, strict=True), options)
 
 
 class _RichBar:

@@ -21,6 +21,7 @@ from storage_handler.stats.index import (
     check_files,
     columns_of,
     indexed_columns,
+    options_of,
     read_many,
     stats_table,
 )
@@ -96,7 +97,8 @@ def refresh_index(
     check_files(file_list)
     prev_table = previous.table if isinstance(previous, IndexSnapshot) else previous
     diff, kept = diff_files(prev_table, file_list)
-    full = prev_table is not None and columns_of(prev_table.schema) != cols
+    wanted = options or StatsOptions()
+    full = prev_table is not None and (columns_of(prev_table.schema) != cols or options_of(prev_table.schema) != wanted)
     if full:
         diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, full_rebuild=True)
         kept = []
@@ -107,7 +109,7 @@ def refresh_index(
         table_location, cols, to_read, options=options, max_workers=max_workers, progress=progress,
         show_progress=show_progress,
     )
-    fresh = stats_table(cols, zip(to_read, stats, strict=True))
+    fresh = stats_table(cols, zip(to_read, stats, strict=True), wanted)
     if prev_table is None or not kept:
         return fresh, diff
     reused = prev_table.take(pa.array(kept, pa.int64())).cast(fresh.schema)
@@ -171,7 +173,7 @@ def update_index(
             progress=progress, show_progress=show_progress,
         )
         diffs.append(diff)
-        if snapshot is not None and (diff.is_empty or table.equals(snapshot.table)):
+        if snapshot is not None and (diff.is_empty or table.equals(snapshot.table, check_metadata=True)):
             return None  # nothing new (e.g. only still-unreadable files were retried): no new version
         return table
 

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage_handler.errors import StatsIndexError
-from storage_handler.stats.index import columns_of, index_schema, unsafe_paths
+from storage_handler.stats.index import columns_of, index_schema, options_of, unsafe_paths
 from storage_handler.stats.listing import local_path
 from storage_handler.types import HiveType
 
@@ -124,7 +124,7 @@ def validate_table(
     """Check an index table's schema and paths; return it cast to the canonical schema (metadata included)."""
     try:
         cols = columns if columns is not None else columns_of(table.schema)
-        expected = index_schema(cols)
+        expected = index_schema(cols, options_of(table.schema))
     except (KeyError, ValueError) as exc:
         raise StatsIndexError(
             f"stats index of {table_location!r} does not have the index schema ({exc}); rebuild the index"
