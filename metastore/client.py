@@ -78,6 +78,22 @@ def redact(uri: str) -> str:
     return re.sub(r"(?<=://)[^/@\s]*@", "***@", uri)
 
 
+class _ReplySniffingSocket(TSocket.TSocket):
+    """A socket that remembers the first bytes of each reply, so an HTTP answer is recognized, not retried."""
+
+    reply_start = b""
+
+    def write(self, buff: bytes) -> None:
+        self.reply_start = b""
+        super().write(buff)
+
+    def read(self, sz: int) -> bytes:
+        data: bytes = super().read(sz)
+        if len(self.reply_start) < 5:
+            self.reply_start += data[: 5 - len(self.reply_start)]
+        return data
+
+
 class MetastoreClient:
     """One connection to one metastore. Use as a context manager; calls reconnect on demand."""
 
@@ -101,7 +117,7 @@ class MetastoreClient:
         self.max_backoff = max_backoff
         self.call_deadline = 1.5 * socket_timeout if call_deadline is None else call_deadline
         self._ever_connected = False
-        self._socket: TSocket.TSocket | None = None
+        self._socket: _ReplySniffingSocket | None = None
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
 
@@ -116,7 +132,7 @@ class MetastoreClient:
     def open(self) -> None:
         if self._client is not None:
             return
-        sock = TSocket.TSocket(self.address.host, self.address.port)
+        sock = _ReplySniffingSocket(self.address.host, self.address.port)
         sock.setTimeout(int(self.connect_timeout * 1000))
         transport = TTransport.TBufferedTransport(sock)
         try:
@@ -171,6 +187,12 @@ class MetastoreClient:
                     "(is it a Hive 2.x/3.x/4.x metastore speaking the binary Thrift protocol?)"
                 ) from e
             except _TRANSPORT_ERRORS as e:
+                if self._socket is not None and self._socket.reply_start.startswith(b"HTTP/"):
+                    self.close()
+                    raise MetastoreError(
+                        f"the server at {self.uri} answered {subject} with HTTP, not the metastore's binary Thrift "
+                        "protocol: is that the metastore's Thrift port (usually 9083) and not an HTTP endpoint?"
+                    ) from e
                 self.close()
                 delay = min(self.max_backoff, self.backoff * (2**attempt))
                 elapsed = time.monotonic() - start

@@ -441,10 +441,15 @@ def _endpoint_result(runs: dict[str, EndpointRun], kind: str) -> tuple[FakeEndpo
     return run.endpoint, msg, elapsed
 
 
-@pytest.mark.parametrize("kind", ["closes_at_once", "http"])
-def test_endpoint_that_is_not_a_metastore(endpoint_runs, kind: str) -> None:
-    """A TCP server that closes every connection / answers HTTP: one clear error within the client's retry budget."""
-    _endpoint_result(endpoint_runs, kind)
+def test_endpoint_that_closes_every_connection(endpoint_runs) -> None:
+    """A TCP server that closes every connection: one clear error within the client's retry budget."""
+    _endpoint_result(endpoint_runs, "closes_at_once")
+
+
+def test_endpoint_answering_http(endpoint_runs) -> None:
+    """A server answering HTTP (a proxy, an HTTP-mode port): one clear error at once, not after every retry."""
+    _, msg, elapsed = _endpoint_result(endpoint_runs, "http")
+    assert "answered" in msg and "HTTP" in msg and elapsed < 15, (msg, elapsed)
 
 
 def test_endpoint_of_the_wrong_version(endpoint_runs) -> None:
