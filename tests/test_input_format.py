@@ -82,7 +82,7 @@ def test_a_rewrite_keeping_size_and_mtime_is_not_trusted(tmp_path: Path) -> None
     assert [f.path for f in result.files] == ["part-0.parquet"] and result.metrics.files_without_stats == 0
 
 
-def test_an_index_without_change_times_is_used_only_after_a_refresh(tmp_path: Path) -> None:
+def test_an_index_without_change_times_is_used_only_after_a_refresh(tmp_path: Path, caplog) -> None:
     """An index written before change times were recorded: readable, its rows unverifiable until refreshed."""
     import pyarrow.parquet as pq
 
@@ -99,6 +99,7 @@ def test_an_index_without_change_times_is_used_only_after_a_refresh(tmp_path: Pa
     pq.write_table(old, snapshot.path)  # the same snapshot as an older release wrote it
     reloaded = load(str(table))
     assert reloaded is not None and reloaded.table.column("change_time").null_count == 1
+    assert "prunes nothing until `hsh index refresh`" in caplog.text  # the user is told what to run
     desc = TableDesc("db.t", str(table), tuple(columns))
     result, _ = list_status_for(desc, "x = 8")
     assert len(result.files) == 1 and result.metrics.files_without_stats == 1  # kept: nothing proves it unchanged

@@ -53,6 +53,14 @@ class HshDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         return HshReader(schema)
 
+    def writer(self, schema: StructType, overwrite: bool) -> Any:
+        from storage_handler.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "tables registered with hsh are read-only through Spark: write Parquet files into the table's folder "
+            "(k=v/ partition folders) and run `hsh sync DB.TABLE` to add them and refresh the index"
+        )
+
 
 class HshReader(DataSourceReader):
     """Plans and reads one scan; picklable (only strings and plain tuples are kept on ``self``)."""

@@ -30,6 +30,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import logging
 import os
 import re
 import time
@@ -46,6 +47,7 @@ from storage_handler.stats.index import columns_of, index_schema, options_of, un
 from storage_handler.stats.listing import local_path
 from storage_handler.types import HiveType
 
+log = logging.getLogger(__name__)
 INDEX_DIR = "_hsh_index"
 POINTER = "CURRENT"
 LOCK = "LOCK"
@@ -134,6 +136,8 @@ def validate_table(
             table = table.append_column(f, pa.array([{}] * table.num_rows, f.type))  # see _drop_empty_structs
     if "change_time" not in table.column_names and "modification_time" in table.column_names:
         # an index written before change times were recorded: its rows are unverifiable (kept, re-read on refresh)
+        log.warning("stats index of %s was written before change times were recorded: it prunes nothing until "
+                    "`hsh index refresh` (or `hsh sync`) re-reads it", table_location)
         at = table.column_names.index("modification_time") + 1
         table = table.add_column(at, expected.field("change_time"), pa.nulls(table.num_rows, pa.int64()))
     if table.column_names != expected.names:

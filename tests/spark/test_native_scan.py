@@ -135,3 +135,8 @@ def test_prune_service_protocol(typed: Path) -> None:
     assert set(partition) == {"region", "bucket"}
     assert not bad["ok"] and "Nope" in bad["error"]
     assert not unknown["ok"] and "drop" in unknown["error"]
+
+
+def test_writes_are_refused_with_what_to_do_instead(spark, typed: Path) -> None:
+    with pytest.raises(Exception, match=r"read-only through Spark.*hsh sync"):
+        spark.sql(f"INSERT INTO {TABLE} SELECT * FROM {TABLE} LIMIT 1")
