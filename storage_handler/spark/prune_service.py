@@ -15,13 +15,15 @@ gets one answer line::
 The table identity comes from the schema's field metadata exactly as in the Python data source, and planning is
 :mod:`storage_handler.spark.planning`'s, so both Spark paths keep the same files. With ``record`` the scan's
 metrics are appended to the scan log (``last_scan_metrics()``, path ``spark-native``). Nothing but answers is
-written to stdout: logging and stray prints go to stderr, which the driver inherits.
+written to stdout: logging, stray prints and native libraries writing to fd 1 all go to stderr, which the
+driver inherits.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from typing import IO, Any
 
@@ -66,8 +68,11 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
 
 def main() -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="hsh prune service: %(message)s")
-    answers = sys.stdout
-    sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
+    # Answers get a private copy of stdout; file descriptor 1 itself becomes stderr, so nothing else -- a stray
+    # print, or a native library writing to fd 1 -- can corrupt the protocol.
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     serve(sys.stdin, answers)
 
 

@@ -140,3 +140,17 @@ def test_prune_service_protocol(typed: Path) -> None:
 def test_writes_are_refused_with_what_to_do_instead(spark, typed: Path) -> None:
     with pytest.raises(Exception, match=r"read-only through Spark.*hsh sync"):
         spark.sql(f"INSERT INTO {TABLE} SELECT * FROM {TABLE} LIMIT 1")
+
+
+def test_prune_service_stdout_carries_only_answers() -> None:
+    """A stray print or a native write to fd 1 while answering must not corrupt the protocol."""
+    import subprocess
+    import sys
+
+    noisy = ("import os, storage_handler.spark.prune_service as p; real = p.handle; "
+             "p.handle = lambda r: (os.write(1, b'native noise\\n'), print('stray print'), real(r))[2]; p.main()")
+    proc = subprocess.run([sys.executable, "-c", noisy], input='{"op": "nope"}\n', capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["ok"] for line in proc.stdout.splitlines()] == [False]
+    assert "native noise" in proc.stderr and "stray print" in proc.stderr
