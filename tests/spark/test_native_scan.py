@@ -123,17 +123,21 @@ def test_prune_service_protocol(typed: Path) -> None:
         {"op": "scan", "schema": schema, "record": False,
          "filters": [{"op": "Or", "left": {"op": "EqualTo", "attribute": "c_bigint", "value": {"t": "int", "v": 5}},
                       "right": {"op": "IsNull", "attribute": "region"}}]},
-        {"op": "scan", "schema": schema, "filters": [{"op": "Nope"}]},
+        {"op": "scan", "schema": schema, "record": False, "filters": [
+            {"op": "Nope"}, {"op": "EqualTo", "attribute": "c_bigint", "value": {"t": "date", "v": "-0001-01-01"}}]},
+        {"op": "scan", "schema": schema, "filters": "c_bigint = 5"},
         {"op": "drop"},
     ]
     out = io.StringIO()
     serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
-    first, bad, unknown = (json.loads(line) for line in out.getvalue().splitlines())
+    first, undecodable, bad, unknown = (json.loads(line) for line in out.getvalue().splitlines())
     assert first["ok"] and first["metrics"]["files_kept"] == 5 and first["metrics"]["files_total"] == 12
     path, length, _mtime, partition = first["files"][0]
     assert path.startswith("file:///") and path.endswith(".parquet") and length > 0
     assert set(partition) == {"region", "bucket"}
-    assert not bad["ok"] and "Nope" in bad["error"]
+    # filters this side cannot decode only prune less: every file is kept
+    assert undecodable["ok"] and undecodable["metrics"]["files_kept"] == 12
+    assert not bad["ok"] and "must be a JSON list" in bad["error"]
     assert not unknown["ok"] and "drop" in unknown["error"]
 
 
@@ -154,3 +158,36 @@ def test_prune_service_stdout_carries_only_answers() -> None:
     assert proc.returncode == 0, proc.stderr
     assert [json.loads(line)["ok"] for line in proc.stdout.splitlines()] == [False]
     assert "native noise" in proc.stderr and "stray print" in proc.stderr
+
+
+def test_dates_and_timestamps_before_the_gregorian_switch(spark, metastore_uri: str, tmp_path: Path) -> None:
+    """Spark hands old dates/timestamps to filters rebased to the Julian calendar; pruning must undo that."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "old"
+    root.mkdir()
+    days = [dt.date(1400, 1, 1), dt.date(1582, 10, 4), dt.date(1582, 10, 15), dt.date(2000, 1, 1)]
+    for i, day in enumerate(days):
+        pq.write_table(pa.table({"d": pa.array([day], pa.date32()),
+                                 "t": pa.array([dt.datetime.combine(day, dt.time(12))], pa.timestamp("us"))}),
+                       root / f"part-{i}.parquet")
+    from metastore.client import MetastoreClient
+    from metastore.register import apply_registration, plan_registration
+    from metastore.table_spec import parse_table_name
+
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, parse_table_name("native.old"), str(root)))
+    queries = [("d = DATE '1400-01-01'", 1), ("d < DATE '1582-10-15'", 2), ("d = DATE '1582-10-04'", 1),
+               ("t = TIMESTAMP '1400-01-01 12:00:00'", 1), ("t >= TIMESTAMP '1582-10-15 00:00:00'", 2)]
+    for native in ("true", "false"):  # the native scan, and the Python data source
+        spark.conf.set("spark.hsh.nativeScan", native)
+        try:
+            for where, rows in queries:
+                assert spark.sql(f"SELECT count(*) FROM native.old WHERE {where}").collect()[0][0] == rows, where
+                metrics = last_scan_metrics("native.old")
+                assert metrics["files_kept"] == rows, (native, where, metrics)
+        finally:
+            spark.conf.unset("spark.hsh.nativeScan")

@@ -9,6 +9,7 @@ import java.time.LocalDate;
 import java.time.LocalDateTime;
 import java.util.Base64;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.util.DateTimeUtils;
 import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
 import org.apache.spark.sql.sources.And;
 import org.apache.spark.sql.sources.EqualNullSafe;
@@ -151,14 +152,14 @@ final class FilterJson {
     if (v instanceof scala.math.BigDecimal) v = ((scala.math.BigDecimal) v).bigDecimal();
     if (v instanceof java.math.BigDecimal) return typed("decimal").put("v", ((java.math.BigDecimal) v).toPlainString());
     if (v instanceof String) return typed("string").put("v", (String) v);
-    if (v instanceof java.sql.Date) v = ((java.sql.Date) v).toLocalDate();
+    // java.sql.Date/Timestamp come from Spark rebased to the hybrid Julian calendar (so that their fields print
+    // the same date); Spark's own inverse gives back the proleptic days/micros the data and the index use.
+    if (v instanceof java.sql.Date) v = LocalDate.ofEpochDay(DateTimeUtils.fromJavaDate((java.sql.Date) v));
     if (v instanceof LocalDate) return typed("date").put("v", v.toString());
-    if (v instanceof java.sql.Timestamp) v = ((java.sql.Timestamp) v).toInstant();
-    if (v instanceof Instant) {
-      Instant i = (Instant) v;
-      long micros = Math.addExact(Math.multiplyExact(i.getEpochSecond(), 1_000_000L), i.getNano() / 1_000L);
-      return typed("timestamp").put("micros", micros);
+    if (v instanceof java.sql.Timestamp) {
+      return typed("timestamp").put("micros", DateTimeUtils.fromJavaTimestamp((java.sql.Timestamp) v));
     }
+    if (v instanceof Instant) return typed("timestamp").put("micros", DateTimeUtils.instantToMicros((Instant) v));
     if (v instanceof LocalDateTime) return typed("timestamp_ntz").put("v", v.toString());
     if (v instanceof byte[]) return typed("binary").put("v", Base64.getEncoder().encodeToString((byte[]) v));
     return null;
