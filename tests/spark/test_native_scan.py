@@ -55,6 +55,10 @@ def _atoms() -> st.SearchStrategy[str]:
         st.builds("region {} {}".format, ops, st.sampled_from(["'eu'", "'us'", "'zz'"])),
         st.sampled_from(["region IS NULL", "region IS NOT NULL"]),
         st.builds("bucket {} {}".format, ops, st.sampled_from(["2", "10", "5"])),
+        st.builds("c_bin {} X'{:02X}'".format, ops, st.integers(0, 45)),
+        st.builds("c_tiny {} {}".format, ops, st.integers(-130, 130)),
+        st.builds("c_small {} {}".format, ops, st.integers(-1001, 1001)),
+        st.builds("c_double {} {}".format, ops, st.sampled_from(["0.0", "0.25", "1.0", "-1.0"])),
     )
 
 
