@@ -85,14 +85,23 @@ final class PruneService {
 
   private String exchange(String line) throws IOException {
     if (process == null || !process.isAlive()) start();
-    requests.write(line);
-    requests.write('\n');
-    requests.flush();
-    String answer = answers.readLine();
-    if (answer == null) {
-      throw new IOException("the process exited (code " + waitExit() + ")");
+    String answer;
+    try {
+      requests.write(line);
+      requests.write('\n');
+      requests.flush();
+      answer = answers.readLine();
+    } catch (IOException e) {
+      // a process that died before reading fails the write ("Broken pipe"): report the exit, not the symptom
+      throw new IOException(exitOr(e.getMessage()), e);
     }
+    if (answer == null) throw new IOException(exitOr("it closed its output without answering"));
     return answer;
+  }
+
+  private String exitOr(String otherwise) {
+    String code = waitExit();
+    return "?".equals(code) ? otherwise : "the process exited (code " + code + ")";
   }
 
   private void start() throws IOException {
