@@ -26,7 +26,7 @@ from storage_handler.errors import FilterError
 from storage_handler.sarg import LeafType, SearchArgument, SearchArgumentFactory
 from storage_handler.sarg.literals import check_literal
 from storage_handler.types import HiveType, arrow_to_hive
-from tests.pruning.helpers import add_leaf
+from tests.pruning.helpers import add_leaf, trees
 
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_DATE = dt.date(1970, 1, 1)
@@ -386,18 +386,6 @@ def leaf(draw: st.DrawFn, targets: list[tuple[str, str, list[Any]]]) -> Leaf:
     if op == "in_":
         return op, column, leaf_type, tuple(draw(st.lists(literals, min_size=1, max_size=4)))
     return op, column, leaf_type, (draw(literals),)
-
-
-def trees(leaves: st.SearchStrategy[Leaf]) -> st.SearchStrategy[Any]:
-    """Leaves, ``("and"|"or", [children])`` and ``("not", [child])``."""
-    return st.recursive(
-        leaves,
-        lambda kids: st.one_of(
-            st.tuples(st.sampled_from(["and", "or"]), st.lists(kids, min_size=1, max_size=3)),
-            st.tuples(st.just("not"), st.lists(kids, min_size=1, max_size=1)),
-        ),
-        max_leaves=6,
-    )
 
 
 def is_node(tree: Any) -> bool:

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+from hypothesis import strategies as st
 
 from storage_handler.sarg import LeafType, SearchArgument, SearchArgumentFactory
 from storage_handler.types import HiveType, hive_to_arrow, parse_schema_text
@@ -97,3 +98,15 @@ def negated(op: str, column: str, *literals: object) -> SearchArgument:
     else:
         getattr(b, op)(column, kind, literals[0])
     return b.end().build()
+
+
+def trees(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Predicate trees for the property tests: leaves, ``("and"|"or", [children])`` and ``("not", [child])``."""
+    return st.recursive(
+        leaves,
+        lambda kids: st.one_of(
+            st.tuples(st.sampled_from(["and", "or"]), st.lists(kids, min_size=1, max_size=3)),
+            st.tuples(st.just("not"), st.lists(kids, min_size=1, max_size=1)),
+        ),
+        max_leaves=6,
+    )

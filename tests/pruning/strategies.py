@@ -17,7 +17,7 @@ from storage_handler.errors import FilterError
 from storage_handler.pruning.partitions import HIVE_DEFAULT_PARTITION
 from storage_handler.sarg import SearchArgument
 from storage_handler.types import HiveType, parse_schema_text
-from tests.pruning.helpers import add_leaf, builder, leaf_type_of
+from tests.pruning.helpers import add_leaf, builder, leaf_type_of, trees
 
 F32_MAX = 3.4028234663852886e38
 F32_TENTH = 0.10000000149011612
@@ -162,17 +162,6 @@ def _add_leaf(b: Any, spec: tuple[str, str, tuple[Any, ...]]) -> None:
     op, column, literals = spec
     kind = leaf_type_of(literals[0]) if literals else leaf_type_of(0)
     add_leaf(b, op, column, kind, literals)
-
-
-def trees(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.recursive(
-        leaves,
-        lambda kids: st.one_of(
-            st.tuples(st.sampled_from(["and", "or"]), st.lists(kids, min_size=1, max_size=3)),
-            st.tuples(st.just("not"), st.lists(kids, min_size=1, max_size=1)),
-        ),
-        max_leaves=6,
-    )
 
 
 def build_sarg(tree: Any) -> SearchArgument:
