@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import struct
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -42,11 +43,25 @@ _COMPARE: dict[str, type[ds.Filter]] = {
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-def decode_filters(nodes: Any) -> list[ds.Filter]:
-    """The filters of a JSON list (see the module docstring)."""
+def decode_filters(
+    nodes: Any, *, on_undecodable: Callable[[FilterError], None] | None = None
+) -> list[ds.Filter]:
+    """The filters of a JSON list (see the module docstring).
+
+    With ``on_undecodable``, a filter that does not decode is reported to it and left out instead of raising:
+    the filters are AND-ed, so leaving one out only prunes less.
+    """
     if not isinstance(nodes, list):
         raise FilterError(f"filters must be a JSON list, found {type(nodes).__name__}")
-    return [decode_filter(n) for n in nodes]
+    filters = []
+    for node in nodes:
+        try:
+            filters.append(decode_filter(node))
+        except FilterError as e:
+            if on_undecodable is None:
+                raise
+            on_undecodable(e)
+    return filters
 
 
 def decode_filter(node: Any) -> ds.Filter:

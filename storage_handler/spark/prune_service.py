@@ -37,6 +37,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     """The answer to one request (errors the user can act on become ``{"ok": false}``)."""
     from pyspark.sql.types import StructType
 
+    from storage_handler.spark.filter_json import decode_filters
     from storage_handler.spark.planning import configure, file_rows, list_files
     from storage_handler.spark.table_props import identity_from_metadata
 
@@ -44,25 +45,12 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
     schema = StructType.fromJson(json.loads(request["schema"]))
     identity = identity_from_metadata([(f.name, f.metadata) for f in schema.fields])
-    configured = configure(identity, _decodable(request.get("filters", [])))
+    # a filter value this side cannot decode (a date beyond Python's years) only prunes less
+    filters = decode_filters(request.get("filters", []), on_undecodable=lambda e: log.warning(
+        "hsh prune service: filter left out of pruning (%s)", e))
+    configured = configure(identity, filters)
     result = list_files(configured, path=PATH, record=bool(request.get("record", True)))
     return {"ok": True, "files": file_rows(identity.location, result.files), "metrics": result.metrics.as_dict()}
-
-
-def _decodable(nodes: Any) -> list[Any]:
-    """The AND-ed filters this side can decode; one it cannot (a date beyond Python's years) only prunes less."""
-    from storage_handler.errors import FilterError
-    from storage_handler.spark.filter_json import decode_filter
-
-    if not isinstance(nodes, list):
-        raise FilterError(f"filters must be a JSON list, found {type(nodes).__name__}")
-    filters = []
-    for node in nodes:
-        try:
-            filters.append(decode_filter(node))
-        except FilterError as e:
-            log.warning("hsh prune service: filter left out of pruning (%s)", e)
-    return filters
 
 
 def serve(requests: IO[str], answers: IO[str]) -> None:
