@@ -31,6 +31,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from storage_handler.spark.planning import Configured
 from storage_handler.spark.reader import Split
 from storage_handler.spark.table_props import PROVIDER, TableIdentity, identity_from_metadata
 
@@ -63,28 +64,24 @@ class HshDataSource(DataSource):
 
 
 class HshReader(DataSourceReader):
-    """Plans and reads one scan; picklable (only strings and plain tuples are kept on ``self``)."""
+    """Plans and reads one scan; picklable (only strings, tuples and frozen dataclasses are kept on ``self``)."""
 
     def __init__(self, schema: StructType) -> None:
         self.schema_json = schema.json()
         self.identity: TableIdentity = identity_from_metadata([(f.name, f.metadata) for f in schema.fields])
-        self.job_properties: dict[str, str] = {}
-        self.pushed_filters: list[str] = []
+        self.configured: Configured | None = None  # set by pushFilters; None when Spark pushed nothing
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
         from storage_handler.spark.planning import configure
 
-        configured = configure(self.identity, filters)
-        self.job_properties = configured.job_properties
-        self.pushed_filters = list(configured.pushed_filters)
+        self.configured = configure(self.identity, filters)
         yield from filters  # every filter goes back to Spark: pruning never filters rows exactly
 
     def partitions(self) -> Sequence[InputPartition]:
         from storage_handler.input_format import ParquetInputFormat, pack_splits
-        from storage_handler.spark.planning import Configured, configure, list_files
+        from storage_handler.spark.planning import configure, list_files
 
-        configured = (Configured(self.job_properties, tuple(self.pushed_filters)) if self.job_properties
-                      else configure(self.identity, []))
+        configured = self.configured or configure(self.identity, [])
         result = list_files(configured, path="spark-datasource")
         splits = ParquetInputFormat().get_splits(configured.job_properties, result)
         return [InputPartition(group) for group in pack_splits(splits, parallelism=2 * (os.cpu_count() or 1))]
@@ -109,9 +106,9 @@ class HshReader(DataSourceReader):
         from storage_handler.input_format import is_trivial
         from storage_handler.pruning import PredicateEvaluator
 
-        if not self.job_properties:
+        if self.configured is None:
             return None
-        sarg = decode_job_conf(self.job_properties, self.identity.schema).sarg
+        sarg = decode_job_conf(self.configured.job_properties, self.identity.schema).sarg
         if is_trivial(sarg):
             return None
         return PredicateEvaluator(sarg, self.identity.columns, self.identity.partition_keys)

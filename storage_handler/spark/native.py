@@ -109,10 +109,12 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
     ]})
     if not files:
         return spark.createDataFrame([], schema)
-    root = local_path(desc.location).rstrip("/")
-    paths = [f"file://{root}/{f.path}" for f in files]
+    from storage_handler.spark.planning import file_rows
+
+    paths = [row[0] for row in file_rows(desc.location, files)]
+    root = "file://" + local_path(desc.location).rstrip("/")
     with _serial_listing(spark, len(paths)):
-        return spark.read.schema(schema).option("basePath", f"file://{root}").parquet(*paths)
+        return spark.read.schema(schema).option("basePath", root).parquet(*paths)
 
 
 def explain_json(spark: SparkSession, table: str, where: str | None = None) -> str:

@@ -26,24 +26,29 @@ public final class HshRelations {
 
   /** Data columns then partition columns, in the order {@link HadoopFsRelation#schema()} has them. */
   static List<StructField> ordered(StructType schema) {
-    List<StructField> out = new ArrayList<>();
-    for (StructField f : schema.fields()) if (!isPartition(f)) out.add(f);
-    for (StructField f : schema.fields()) if (isPartition(f)) out.add(f);
+    List<StructField> out = new ArrayList<>(List.of(dataSchema(schema).fields()));
+    out.addAll(List.of(partitionSchema(schema).fields()));
     return out;
   }
 
   static HadoopFsRelation relation(SparkSession session, StructType schema, HshFileIndex index) {
-    List<StructField> data = new ArrayList<>();
-    for (StructField f : schema.fields()) if (!isPartition(f)) data.add(f);
     scala.collection.immutable.Map<String, String> options = Map$.MODULE$.empty();
-    return new HadoopFsRelation(index, index.partitionSchema(), new StructType(data.toArray(new StructField[0])),
-        Option.empty(), new ParquetFileFormat(), options, session);
+    return new HadoopFsRelation(index, index.partitionSchema(), dataSchema(schema), Option.empty(),
+        new ParquetFileFormat(), options, session);
   }
 
   static StructType partitionSchema(StructType schema) {
-    List<StructField> partitions = new ArrayList<>();
-    for (StructField f : schema.fields()) if (isPartition(f)) partitions.add(f);
-    return new StructType(partitions.toArray(new StructField[0]));
+    return fields(schema, true);
+  }
+
+  private static StructType dataSchema(StructType schema) {
+    return fields(schema, false);
+  }
+
+  private static StructType fields(StructType schema, boolean partitions) {
+    List<StructField> out = new ArrayList<>();
+    for (StructField f : schema.fields()) if (isPartition(f) == partitions) out.add(f);
+    return new StructType(out.toArray(new StructField[0]));
   }
 
   /**
