@@ -114,6 +114,30 @@ def test_a_scan_that_cannot_be_planned_fails_naming_the_table(spark, metastore_u
         spark.sql("SELECT count(*) FROM native.remote WHERE c_bigint = 5").collect()
 
 
+def test_size_estimate_is_what_the_query_reads(spark, typed: Path) -> None:
+    """Join planning sees the kept files' size: a selective scan of a big table is broadcast, a full one is not."""
+    def scan_size(sql: str) -> int:
+        leaf = spark.sql(sql)._jdf.queryExecution().optimizedPlan().collectLeaves().head()
+        return int(leaf.stats().sizeInBytes())  # a Scala BigInt, which py4j converts
+
+    total = sum(f.stat().st_size for f in typed.glob("region=*/*/*.parquet"))
+    assert scan_size(f"SELECT * FROM {TABLE}") == total
+    where = "c_bigint < 20"
+    selective = scan_size(f"SELECT * FROM {TABLE} WHERE {where}")
+    spark.sql(f"SELECT count(*) FROM {TABLE} WHERE {where}").collect()
+    assert selective == last_scan_metrics(TABLE)["bytes_kept"] < total / 4
+
+    join = f"SELECT a.c_bigint, b.c_bigint FROM {TABLE} a JOIN {TABLE} b ON a.c_int = b.c_int"
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(selective + 1))
+    try:
+        plan = spark.sql(f"{join} WHERE a.{where}")._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan, plan
+        plan = spark.sql(join)._jdf.queryExecution().executedPlan().toString()
+        assert "SortMergeJoin" in plan and "BroadcastHashJoin" not in plan, plan
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
 # -------------------------------------------------------------------------------- the Python side, directly
 def test_prune_service_protocol(typed: Path) -> None:
     from storage_handler.spark.prune_service import serve

@@ -38,6 +38,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * filter above the scan ({@link #withQueryFilters}): Spark splits its own arguments into partition-only and
  * data-only predicates, which loses an OR across a partition column and a data column. Every one of them is
  * re-applied by Spark to the rows read, so pruning only ever decides which files to open.
+ *
+ * <p>{@link #sizeInBytes} (Spark's size estimate, used to choose broadcast joins) is the size of the files the
+ * query filters keep, not of the whole table.
  */
 public final class HshFileIndex implements FileIndex {
   private static final Logger LOG = LoggerFactory.getLogger(HshFileIndex.class);
@@ -126,7 +129,9 @@ public final class HshFileIndex implements FileIndex {
         for (JsonNode f : fixedFiles) sum += f.get(1).asLong();
         size = sum;
       } else {
-        size = scan(JsonNodeFactory.instance.arrayNode(), false).path("metrics").path("bytes_total").asLong();
+        // the bytes the query will read: with the query's filters attached, a selective scan of a big table
+        // looks small to join planning (broadcast) as it will be; without filters, every file
+        size = scan(FilterJson.encodeAll(queryFilters), false).path("metrics").path("bytes_kept").asLong();
       }
       sizeInBytes = size;
     }
