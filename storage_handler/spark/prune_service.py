@@ -1,7 +1,8 @@
 """The handler's side of Spark's native scan: the JVM asks, one JSON line at a time, which files to read.
 
-Started by ``java/hsh/spark/PruneService.java`` as ``python -m storage_handler.spark.prune_service`` (once per
-Spark driver) and ended by closing its stdin. Each request line::
+Started by ``java/hsh/spark/PruneProcess.java`` as ``python -m storage_handler.spark.prune_service`` (on a
+Spark driver's first query, and again for each query planned while all are busy, up to a limit) and ended by
+closing its stdin. One request at a time; each request line::
 
     {"op": "scan", "schema": "<the table's Spark schema JSON, field metadata included>",
      "filters": [<Spark filters, see storage_handler.spark.filter_json>], "record": true}

@@ -1,8 +1,9 @@
 """8. Spark's native scan loses its prune service: killed, not startable, or answering garbage
 
-The session extension asks one Python process per driver which files to read. Whatever happens to that process,
-a query must either return exactly the right rows or fail with an error naming the table and what to fix; it must
-never read a wrong set of files. Processes are found by parent PID (this session's Spark JVM) and killed by PID.
+The session extension asks Python processes on the driver which files to read (one per query at a time, up to
+``spark.hsh.pruneService.processes``). Whatever happens to them, a query must either return exactly the right rows
+or fail with an error naming the table and what to fix; it must never read a wrong set of files, and one query
+stuck in planning must not hold up the others. Processes are found by parent PID (this session's Spark JVM) and killed by PID.
 """
 
 from __future__ import annotations
@@ -107,3 +108,63 @@ def test_service_that_exits_at_once(spark, table: str, python_setting: None, tmp
                                                'echo "No module named storage_handler" >&2; exit 1'))
     with pytest.raises(Exception, match=r"exited \(code 1\)"):
         spark.sql(QUERY).collect()
+
+
+def test_bad_process_count(spark, table: str) -> None:
+    spark.conf.set("spark.hsh.pruneService.processes", "0")
+    try:
+        with pytest.raises(Exception, match=rf"{TABLE}: spark\.hsh\.pruneService\.processes is '0'"):
+            spark.sql(QUERY).collect()
+    finally:
+        spark.conf.unset("spark.hsh.pruneService.processes")
+    assert spark.sql(QUERY).collect()[0][0] == 1
+
+
+def test_a_scan_stuck_on_storage_does_not_hold_up_other_queries(spark, table: str, metastore_uri: str,
+                                                                 tmp_path: Path) -> None:
+    """One query's planning hangs reading its index (a FIFO stands in for a stalled file system): another
+    query is planned by another service process and answers; the stuck one answers right once storage does."""
+    import threading
+
+    from metastore.client import MetastoreClient
+
+    stuck = "reliability.stuck"
+    root = generate_typed(tmp_path / "stuck", files_per_partition=1)
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, parse_table_name(stuck), str(root)))
+    pointer = root / "_hsh_index" / "CURRENT"
+    content = pointer.read_bytes()
+    pointer.unlink()
+    os.mkfifo(pointer)  # opening it for reading blocks until someone opens it for writing
+    answers: dict[str, object] = {}
+
+    def run(name: str, sql: str) -> None:
+        try:
+            answers[name] = spark.sql(sql).collect()[0][0]
+        except Exception as e:  # noqa: BLE001 - reported by the assertions below
+            answers[name] = e
+
+    slow = threading.Thread(target=run, args=("stuck", f"SELECT count(*) FROM {stuck} WHERE c_bigint = 5"),
+                            daemon=True)
+    slow.start()
+    writer = None
+    try:
+        deadline = time.monotonic() + 60
+        while writer is None:  # until the stuck query's service has the FIFO open (ENXIO before that)
+            try:
+                writer = os.open(pointer, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                assert time.monotonic() < deadline, "the stuck query never opened its index"
+                time.sleep(0.05)
+        other = threading.Thread(target=run, args=("other", QUERY), daemon=True)
+        other.start()
+        other.join(timeout=60)
+        assert answers.get("other") == 1, f"the other query waited for the stuck one: {answers}"
+    finally:
+        if writer is not None:
+            os.write(writer, content)
+            os.close(writer)
+        slow.join(timeout=60)
+        pointer.unlink()
+        pointer.write_bytes(content)
+    assert answers.get("stuck") == 1, answers

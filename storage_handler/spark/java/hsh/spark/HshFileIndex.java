@@ -146,7 +146,7 @@ public final class HshFileIndex implements FileIndex {
   private JsonNode scan(ArrayNode filters, boolean record) {
     ObjectNode request = JsonNodeFactory.instance.objectNode();
     request.put("op", "scan").put("schema", schema.json()).put("record", record).set("filters", filters);
-    return PruneService.get(session).call(request, table);
+    return PruneService.call(session, request, table);
   }
 
   /** The kept files grouped by partition, each partition's values cast from text like Spark's own listing does. */

@@ -3,13 +3,11 @@ package hsh.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
-import java.io.BufferedWriter;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -17,38 +15,61 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * The driver's channel to the handler's Python side: one long-lived {@code python -m
- * storage_handler.spark.prune_service} process per JVM, one JSON line per request and per answer.
+ * The driver's channel to the handler's Python side: long-lived {@code python -m
+ * storage_handler.spark.prune_service} processes ({@link PruneProcess}), one JSON line per request and per answer.
  *
- * <p>Why a process: the pruning rules (SearchArgument, statistics, three-valued logic) live in Python, in one
- * place; the JVM only asks which files to read. The process is started on the first query (about a second, once)
- * and ends when its stdin closes, so a JVM that dies, even by SIGKILL, takes it along. Requests are read-only,
- * so a request that finds the process dead is retried once on a fresh one; a second failure fails the query with
- * the cause (the process writes its errors to the driver's stderr) rather than silently reading everything.
+ * <p>Why processes: the pruning rules (SearchArgument, statistics, three-valued logic) live in Python, in one
+ * place; the JVM only asks which files to read. A process is started when a query finds none idle (about a
+ * second, once), up to {@code spark.hsh.pruneService.processes} (default 4) per Python, so queries planned at the
+ * same time (a Thrift server's users) do not wait for each other's listing; beyond that they queue. Requests are
+ * read-only, so a request that finds its process dead is retried once on a fresh one; a second failure fails the
+ * query with the cause (the process writes its errors to the driver's stderr) rather than silently reading
+ * everything.
  */
 final class PruneService {
   static final String PYTHON = "spark.hsh.python";
+  static final String PROCESSES = "spark.hsh.pruneService.processes";
+  private static final int DEFAULT_PROCESSES = 4;
   private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final Map<String, PruneService> BY_PYTHON = new ConcurrentHashMap<>();
 
   private final List<String> command;
-  private Process process;
-  private BufferedWriter requests;
-  private BufferedReader answers;
+  private final Deque<PruneProcess> idle = new ArrayDeque<>(); // most recently used first: it is warm
+  private final List<PruneProcess> started = new ArrayList<>();
 
   private PruneService(List<String> command) {
     this.command = command;
   }
 
+  /** The answer to {@code request} for the session; throws naming {@code table} when the Python side fails. */
+  static JsonNode call(SparkSession session, ObjectNode request, String table) {
+    return forPython(python(session)).call(request, table, maxProcesses(session, table));
+  }
+
   /**
-   * The service for the session's Python: {@code spark.hsh.python} (a session setting, so it can be changed at
-   * run time), else {@code spark.pyspark.python}, else {@code $PYSPARK_PYTHON}, else {@code python3}.
+   * The session's Python: {@code spark.hsh.python} (a session setting, so it can be changed at run time), else
+   * {@code spark.pyspark.python}, else {@code $PYSPARK_PYTHON}, else {@code python3}.
    */
-  static PruneService get(SparkSession session) {
+  private static String python(SparkSession session) {
     SparkConf conf = session.sparkContext().getConf();
     String env = System.getenv("PYSPARK_PYTHON");
     String fallback = conf.get(PYTHON, conf.get("spark.pyspark.python", env == null ? "python3" : env));
-    String python = session.conf().get(PYTHON, fallback);
+    return session.conf().get(PYTHON, fallback);
+  }
+
+  private static int maxProcesses(SparkSession session, String table) {
+    String value = session.conf().get(PROCESSES, String.valueOf(DEFAULT_PROCESSES)).trim();
+    try {
+      int max = Integer.parseInt(value);
+      if (max >= 1) return max;
+    } catch (NumberFormatException ignored) {
+      // reported below
+    }
+    throw new IllegalArgumentException("hsh: cannot plan the scan of " + table + ": " + PROCESSES + " is '" + value
+        + "'; set it to a whole number of at least 1");
+  }
+
+  private static PruneService forPython(String python) {
     return BY_PYTHON.computeIfAbsent(python, p -> {
       PruneService service = new PruneService(Arrays.asList(p, "-m", "storage_handler.spark.prune_service"));
       Runtime.getRuntime().addShutdownHook(new Thread(service::stop, "hsh-prune-service-stop"));
@@ -56,83 +77,63 @@ final class PruneService {
     });
   }
 
-  /** The answer to {@code request}; throws naming {@code table} when the Python side fails or reports an error. */
-  synchronized JsonNode call(ObjectNode request, String table) {
+  private JsonNode call(ObjectNode request, String table, int max) {
     String line;
     try {
       line = MAPPER.writeValueAsString(request);
     } catch (IOException e) {
       throw new IllegalStateException("hsh: cannot encode the pruning request for " + table, e);
     }
-    IOException last = null;
-    for (int attempt = 0; attempt < 2; attempt++) {
-      try {
-        JsonNode answer = MAPPER.readTree(exchange(line));
+    PruneProcess process = borrow(max, table);
+    try {
+      IOException last = null;
+      for (int attempt = 0; attempt < 2; attempt++) {
+        JsonNode answer;
+        try {
+          answer = MAPPER.readTree(process.exchange(line));
+        } catch (IOException e) {
+          last = e;
+          process.stop(); // an answer that is not JSON leaves the stream out of step: start afresh
+          continue;
+        }
         if (!answer.path("ok").asBoolean(false)) {
           throw new IllegalStateException("hsh: cannot plan the scan of " + table + ": "
               + answer.path("error").asText("no error message"));
         }
         return answer;
-      } catch (IOException e) {
-        last = e;
-        stop();
+      }
+      throw new IllegalStateException("hsh: the pruning service (" + String.join(" ", command) + ") failed for "
+          + table + ": " + last.getMessage() + "; its error is in the driver's stderr. Check that " + PYTHON
+          + " names a Python with hive-storage-handler installed.", last);
+    } finally {
+      release(process);
+    }
+  }
+
+  private synchronized PruneProcess borrow(int max, String table) {
+    while (true) {
+      PruneProcess process = idle.pollFirst();
+      if (process != null) return process;
+      if (started.size() < max) {
+        process = new PruneProcess(command);
+        started.add(process);
+        return process;
+      }
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("hsh: interrupted while waiting to plan the scan of " + table, e);
       }
     }
-    throw new IllegalStateException("hsh: the pruning service (" + String.join(" ", command) + ") failed for "
-        + table + ": " + last.getMessage() + "; its error is in the driver's stderr. Check that " + PYTHON
-        + " names a Python with hive-storage-handler installed.", last);
   }
 
-  private String exchange(String line) throws IOException {
-    if (process == null || !process.isAlive()) start();
-    String answer;
-    try {
-      requests.write(line);
-      requests.write('\n');
-      requests.flush();
-      answer = answers.readLine();
-    } catch (IOException e) {
-      // a process that died before reading fails the write ("Broken pipe"): report the exit, not the symptom
-      throw new IOException(exitOr(e.getMessage()), e);
-    }
-    if (answer == null) throw new IOException(exitOr("it closed its output without answering"));
-    return answer;
+  private synchronized void release(PruneProcess process) {
+    idle.addFirst(process);
+    notifyAll();
   }
 
-  private String exitOr(String otherwise) {
-    String code = waitExit();
-    return "?".equals(code) ? otherwise : "the process exited (code " + code + ")";
-  }
-
-  private void start() throws IOException {
-    ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
-    process = builder.start();
-    requests = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
-    answers = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-  }
-
-  private String waitExit() {
-    try {
-      return process.waitFor(5, java.util.concurrent.TimeUnit.SECONDS) ? String.valueOf(process.exitValue()) : "?";
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return "?";
-    }
-  }
-
-  synchronized void stop() {
-    if (process == null) return;
-    try {
-      requests.close();
-    } catch (IOException ignored) {
-      // closing stdin is only the polite way to ask it to exit
-    }
-    try {
-      if (!process.waitFor(2, java.util.concurrent.TimeUnit.SECONDS)) process.destroy();
-    } catch (InterruptedException e) {
-      process.destroy();
-      Thread.currentThread().interrupt();
-    }
-    process = null;
+  private synchronized void stop() {
+    for (PruneProcess process : started) process.stop();
   }
 }
