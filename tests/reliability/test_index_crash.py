@@ -24,6 +24,7 @@ from metastore.table_spec import parse_table_name
 from storage_handler.handler import list_status_for
 from storage_handler.stats import index_dir, load
 from storage_handler.table_desc import TableDesc
+from tests.crash_points import POINTS
 from tests.reliability.util import (
     assert_index_matches_storage,
     hsh,
@@ -37,42 +38,15 @@ from tests.reliability.util import (
 )
 
 CRASHING_HSH = r"""
-import os, sys, time
-from storage_handler.stats import store
+import sys
+from tests.crash_points import install
 
 marker, point, *argv = sys.argv[1:]
-
-def pause():
-    open(marker, "w").close()
-    time.sleep(600)  # SIGKILLed here by the test
-
-if point == "torn_snapshot":
-    real_write = store.pq.write_table
-    def torn(table, where, **kw):
-        real_write(table, where, **kw)
-        where.flush()
-        where.truncate(64)
-        pause()
-    store.pq.write_table = torn
-elif point == "before_pointer_switch":
-    real_pointer = store._write_pointer
-    def late(*args):
-        pause()
-        real_pointer(*args)
-    store._write_pointer = late
-else:  # "before_pointer_rename": CURRENT's temp file written and fsynced, os.replace not done
-    real_replace = os.replace
-    def late_replace(src, dst):
-        if os.path.basename(dst) == "CURRENT":
-            pause()
-        real_replace(src, dst)
-    store.os.replace = late_replace
-
+install(point, marker)
 from storage_handler.cli.main import main
 sys.exit(main(argv))
 """
 
-POINTS = ["torn_snapshot", "before_pointer_switch", "before_pointer_rename"]
 WHERE = "v >= 150 and v <= 155"
 
 

@@ -29,6 +29,7 @@ from storage_handler.stats import (
 )
 from storage_handler.stats.footer import ColumnStats
 from storage_handler.types import parse_schema_text
+from tests.crash_points import POINTS
 
 REPO = str(Path(__file__).resolve().parents[2])
 COLUMNS = parse_schema_text("x bigint, s string")
@@ -169,37 +170,13 @@ def test_wrong_schema_and_duplicates_are_refused(tmp_path):
 
 # ---------------------------------------------------------------- real processes
 CRASHING_WRITER = r"""
-import os, sys, time
-import pyarrow.parquet as pq
+import sys
 from storage_handler.stats import store
+from tests.crash_points import install
 from tests.stats.test_store import table_of
 
 loc, marker, point = sys.argv[1:4]
-
-def pause():
-    open(marker, "w").close()
-    time.sleep(120)  # killed here by the test
-
-if point == "snapshot_write":
-    real_write = pq.write_table
-    def write_half(table, where, **kw):
-        real_write(table, where, **kw)
-        where.truncate(100)
-        pause()
-    store.pq.write_table = write_half
-elif point == "before_pointer":
-    real_pointer = store._write_pointer
-    def slow_pointer(*args):
-        pause()
-        real_pointer(*args)
-    store._write_pointer = slow_pointer
-else:  # pointer temp written and synced, os.replace not yet done
-    real_replace = os.replace
-    def slow_replace(src, dst):
-        if os.path.basename(dst) == "CURRENT":
-            pause()
-        real_replace(src, dst)
-    store.os.replace = slow_replace
+install(point, marker)
 store.commit(loc, table_of("a.parquet", "new.parquet"), 1)
 """
 
@@ -217,7 +194,7 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("point", ["snapshot_write", "before_pointer", "before_replace"])
+@pytest.mark.parametrize("point", POINTS)
 def test_crash_mid_commit_keeps_the_previous_version(tmp_path, point):
     loc = str(tmp_path / "table")
     os.makedirs(loc)
