@@ -36,8 +36,10 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Pruning predicates are the ones Spark passes to {@link #listFiles} plus the full conditions of the query's
  * filter above the scan ({@link #withQueryFilters}): Spark splits its own arguments into partition-only and
- * data-only predicates, which loses an OR across a partition column and a data column. Every one of them is
- * re-applied by Spark to the rows read, so pruning only ever decides which files to open.
+ * data-only predicates, which loses an OR across a partition column and a data column. Spark re-applies the
+ * data predicates to the rows read, so for them pruning only decides which files to open. Partition-only
+ * predicates it does not re-apply: it takes the partitions listed as matching, so {@link PartitionPredicate}
+ * evaluates those exactly on the handler's answer.
  *
  * <p>{@link #sizeInBytes} (Spark's size estimate, used to choose broadcast joins) is the size of the files the
  * query filters keep, not of the whole table.
@@ -94,17 +96,24 @@ public final class HshFileIndex implements FileIndex {
 
   @Override
   public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
-    if (fixedFiles != null) return CollectionConverters.asScala(partitions(fixedFiles)).toSeq();
+    List<Expression> exact = CollectionConverters.asJava(partitionFilters);
+    if (fixedFiles != null) return keep(partitions(fixedFiles), exact);
     Map<Expression, Expression> predicates = new LinkedHashMap<>(); // by canonical form: no leaf twice
     for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
-    for (Expression e : CollectionConverters.asJava(partitionFilters)) predicates.putIfAbsent(e.canonicalized(), e);
+    for (Expression e : exact) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : CollectionConverters.asJava(dataFilters)) predicates.putIfAbsent(e.canonicalized(), e);
     JsonNode answer = scan(FilterJson.encodeAll(predicates.values()), true);
     JsonNode m = answer.path("metrics");
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, m.path("files_kept").asLong(),
         m.path("files_total").asLong(), m.path("bytes_kept").asLong(), m.path("bytes_total").asLong(),
         m.path("sarg").asText());
-    return CollectionConverters.asScala(partitions(answer.path("files"))).toSeq();
+    return keep(partitions(answer.path("files")), exact);
+  }
+
+  /** Spark re-applies no partition-only predicate to rows: the partitions listed must match exactly. */
+  private Seq<PartitionDirectory> keep(List<PartitionDirectory> dirs, List<Expression> partitionFilters) {
+    return CollectionConverters.asScala(PartitionPredicate.matching(dirs, partitionFilters, partitionSchema))
+        .toSeq();
   }
 
   @Override
