@@ -5,7 +5,8 @@ Flow of one query (all on the driver side except ``read``):
 1. ``reader(schema)`` learns the table from the schema's field metadata (see :mod:`.table_props`: catalog tables
    hand a data source empty options).
 2. ``pushFilters`` decodes Spark's AND-ed filters and calls the handler's ``decompose_predicate``. Every filter is
-   handed back to Spark: pruning is inexact and Spark does not re-check a filter a source accepts.
+   handed back to Spark: pruning is inexact and Spark does not re-check a filter a source accepts. A filter whose
+   value Spark may have changed on the way to Python is left out of pruning (:mod:`.lossy_values`).
 3. ``partitions`` configures the job properties with the handler, runs ``list_status`` once, records the scan's
    metrics and turns each kept file into an ``InputPartition``.
 4. ``read`` (on executors) reads one file with pyarrow as batches of exactly the declared schema.
@@ -72,9 +73,10 @@ class HshReader(DataSourceReader):
         self.configured: Configured | None = None  # set by pushFilters; None when Spark pushed nothing
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
+        from storage_handler.spark.lossy_values import carries_exact_values
         from storage_handler.spark.planning import configure
 
-        self.configured = configure(self.identity, filters)
+        self.configured = configure(self.identity, [f for f in filters if carries_exact_values(f)])
         yield from filters  # every filter goes back to Spark: pruning never filters rows exactly
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -92,7 +94,7 @@ class HshReader(DataSourceReader):
         from storage_handler.spark.reader import read_split
         from storage_handler.stats.listing import local_path
 
-        splits: tuple[Split, ...] = partition.value
+        splits: tuple[Split, ...] = partition.value or ()  # pyspark reads once with None when nothing is kept
         schema = to_arrow_schema(StructType.fromJson(json.loads(self.schema_json)), timezone="UTC")
         root = Path(local_path(self.identity.location))
         evaluator = self._evaluator()

@@ -12,6 +12,7 @@ Spark checks the batches a Python data source yields against the declared schema
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +37,25 @@ class Split:
     row_groups: tuple[int, ...] | None = None
 
 
+_INTEGER_TEXT = re.compile(r"\s*([+-]?[0-9]+)(\.[0-9]*)?\s*")
+
+
 def partition_array(value: str | None, hive_type: HiveType, target: pa.DataType, length: int) -> pa.Array:
-    """A constant column for a partition value, parsed as the declared type; NULL if it does not parse."""
+    """A constant column for a partition value, parsed as the declared type; NULL if it does not parse.
+
+    Integers are parsed as the native scan's (legacy) cast reads them: surrounding spaces and a leading ``+``
+    allowed, a fraction truncated, out of range NULL. Registration types ``k=+2`` folders as ``int``, and pyarrow's
+    cast refuses the ``+``.
+    """
     if value is None:
         return pa.nulls(length, target)
+    if pa.types.is_integer(target):
+        match = _INTEGER_TEXT.fullmatch(value)
+        if match is None:
+            return pa.nulls(length, target)
+        number = int(match.group(1))
+        limit = 1 << (target.bit_width - 1)  # Hive's integers are signed
+        return pa.array([number] * length, target) if -limit <= number < limit else pa.nulls(length, target)
     try:
         scalar = pa.array([value], pa.string()).cast(target)[0]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

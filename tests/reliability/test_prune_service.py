@@ -111,6 +111,7 @@ def test_service_that_exits_at_once(spark, table: str, python_setting: None, tmp
 
 
 def test_bad_process_count(spark, table: str) -> None:
+    """`spark.hsh.pruneService.processes` is 0: the query fails naming the table and the setting; unset, it heals."""
     spark.conf.set("spark.hsh.pruneService.processes", "0")
     try:
         with pytest.raises(Exception, match=rf"{TABLE}: spark\.hsh\.pruneService\.processes is '0'"):

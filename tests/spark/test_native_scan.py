@@ -93,6 +93,21 @@ def test_or_across_partition_and_data_columns_prunes(spark, typed: Path) -> None
     assert metrics["files_kept"] == 5, metrics  # the 4 us files and the first file (region eu, c_bigint 0..39)
 
 
+@pytest.mark.parametrize("where", [
+    "upper(region) = 'EU'", "region LIKE '%u'", "coalesce(bucket, 0) = 2", "bucket + 1 = 3",
+    "nvl(region, 'x') = 'x'", "length(region) = 2 AND region <> 'us'", "bucket IN (2, NULL)",
+    "NOT (region = 'eu')", "region <=> NULL",
+])
+def test_partition_predicates_are_exact(spark, typed: Path, where: str) -> None:
+    """Spark does not re-check partition-only predicates on rows: the partitions listed must match exactly, even
+    where the handler cannot translate the predicate and keeps every file (spark.sql and read_table alike)."""
+    from storage_handler.spark import read_table
+
+    expected = _rows(spark.sql(f"SELECT {COLUMNS} FROM oracle_native WHERE {where}"))
+    assert _rows(spark.sql(f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}")) == expected, where
+    assert _rows(read_table(spark, TABLE, where=where).selectExpr(*COLUMNS.split(", "))) == expected, where
+
+
 def test_partition_values_come_back_typed(spark, typed: Path) -> None:
     rows = spark.sql(f"SELECT DISTINCT region, bucket FROM {TABLE} WHERE bucket = 10").collect()
     assert sorted(rows, key=repr) == sorted([(r, 10) for r in ("eu", "us", None)], key=repr)
@@ -197,7 +212,9 @@ def test_dates_and_timestamps_before_the_gregorian_switch(spark, metastore_uri: 
 
     root = tmp_path / "old"
     root.mkdir()
-    days = [dt.date(1400, 1, 1), dt.date(1582, 10, 4), dt.date(1582, 10, 15), dt.date(2000, 1, 1)]
+    # 1582-10-05..14 exist in the proleptic calendar of the data, not in the hybrid one of java.sql.Date
+    days = [dt.date(1400, 1, 1), dt.date(1582, 10, 4), dt.date(1582, 10, 8), dt.date(1582, 10, 15),
+            dt.date(2000, 1, 1)]
     for i, day in enumerate(days):
         pq.write_table(pa.table({"d": pa.array([day], pa.date32()),
                                  "t": pa.array([dt.datetime.combine(day, dt.time(12))], pa.timestamp("us"))}),
@@ -208,14 +225,23 @@ def test_dates_and_timestamps_before_the_gregorian_switch(spark, metastore_uri: 
 
     with MetastoreClient(metastore_uri) as client:
         apply_registration(client, plan_registration(client, parse_table_name("native.old"), str(root)))
-    queries = [("d = DATE '1400-01-01'", 1), ("d < DATE '1582-10-15'", 2), ("d = DATE '1582-10-04'", 1),
+    queries = [("d = DATE '1400-01-01'", 1), ("d < DATE '1582-10-15'", 3), ("d = DATE '1582-10-04'", 1),
+               ("d = DATE '1582-10-08'", 1), ("d BETWEEN DATE '1582-10-07' AND DATE '1582-10-09'", 1),
+               ("d > DATE '1582-10-06'", 3), ("t = TIMESTAMP '1582-10-08 12:00:00'", 1),
                ("t = TIMESTAMP '1400-01-01 12:00:00'", 1), ("t >= TIMESTAMP '1582-10-15 00:00:00'", 2)]
+    # Spark's own row-group filter has the same calendar problem (plain Spark reads 0 rows for 1582-10-08): off
+    # here, so that the counts show what the handler's pruning lets through
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")
     for native in ("true", "false"):  # the native scan, and the Python data source
         spark.conf.set("spark.hsh.nativeScan", native)
         try:
             for where, rows in queries:
-                assert spark.sql(f"SELECT count(*) FROM native.old WHERE {where}").collect()[0][0] == rows, where
+                count = spark.sql(f"SELECT count(*) FROM native.old WHERE {where}").collect()[0][0]
                 metrics = last_scan_metrics("native.old")
-                assert metrics["files_kept"] == rows, (native, where, metrics)
+                # Spark hands the Python data source gap days as 1582-10-15: a filter on that day does not prune
+                lossy = native == "false" and any(f"1582-10-{day:02d}" in where for day in range(5, 16))
+                kept = len(days) if lossy else rows
+                assert (count, metrics["files_kept"]) == (rows, kept), (native, where, metrics)
         finally:
             spark.conf.unset("spark.hsh.nativeScan")
+            spark.conf.unset("spark.sql.parquet.filterPushdown")

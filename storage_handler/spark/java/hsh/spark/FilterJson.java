@@ -11,6 +11,8 @@ import java.util.Base64;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.util.DateTimeUtils;
 import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.internal.SQLConf$;
 import org.apache.spark.sql.sources.And;
 import org.apache.spark.sql.sources.EqualNullSafe;
 import org.apache.spark.sql.sources.EqualTo;
@@ -45,8 +47,22 @@ final class FilterJson {
 
   private FilterJson() {}
 
-  /** The filters for AND-ed {@code predicates}, as a JSON array (possibly empty). */
+  /**
+   * The filters for AND-ed {@code predicates}, as a JSON array (possibly empty).
+   *
+   * <p>Translated with {@code spark.sql.datetime.java8API.enabled} on, whatever the session says: otherwise Spark
+   * hands dates and timestamps over as {@code java.sql.Date}/{@code Timestamp} in the hybrid Julian calendar,
+   * which cannot hold the ten days 1582-10-05..14 (they come out as 1582-10-15, and a file holding them would be
+   * skipped) and shifts every older day. {@code LocalDate} and {@code Instant} carry the proleptic values the data
+   * and the index use.
+   */
   static ArrayNode encodeAll(Iterable<Expression> predicates) {
+    SQLConf conf = SQLConf$.MODULE$.get().clone();
+    conf.setConfString("spark.sql.datetime.java8API.enabled", "true");
+    return SQLConf$.MODULE$.withExistingConf(conf, () -> encodeEach(predicates));
+  }
+
+  private static ArrayNode encodeEach(Iterable<Expression> predicates) {
     ArrayNode out = JSON.arrayNode();
     for (Expression e : predicates) {
       if (!e.deterministic()) continue;
@@ -152,13 +168,8 @@ final class FilterJson {
     if (v instanceof scala.math.BigDecimal) v = ((scala.math.BigDecimal) v).bigDecimal();
     if (v instanceof java.math.BigDecimal) return typed("decimal").put("v", ((java.math.BigDecimal) v).toPlainString());
     if (v instanceof String) return typed("string").put("v", (String) v);
-    // java.sql.Date/Timestamp come from Spark rebased to the hybrid Julian calendar (so that their fields print
-    // the same date); Spark's own inverse gives back the proleptic days/micros the data and the index use.
-    if (v instanceof java.sql.Date) v = LocalDate.ofEpochDay(DateTimeUtils.fromJavaDate((java.sql.Date) v));
+    // java.sql.Date/Timestamp (hybrid calendar) do not come: encodeAll asks for java.time values
     if (v instanceof LocalDate) return typed("date").put("v", v.toString());
-    if (v instanceof java.sql.Timestamp) {
-      return typed("timestamp").put("micros", DateTimeUtils.fromJavaTimestamp((java.sql.Timestamp) v));
-    }
     if (v instanceof Instant) return typed("timestamp").put("micros", DateTimeUtils.instantToMicros((Instant) v));
     if (v instanceof LocalDateTime) return typed("timestamp_ntz").put("v", v.toString());
     if (v instanceof byte[]) return typed("binary").put("v", Base64.getEncoder().encodeToString((byte[]) v));
