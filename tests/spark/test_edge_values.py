@@ -58,3 +58,27 @@ def test_matches_spark_reading_the_files(spark, table: Path, path: str, where: s
 
     assert rows(TABLE) == rows("edges_reference"), where
     assert last_scan_metrics(TABLE)["path"] == ("spark-native" if path == "true" else "spark-datasource")
+
+
+def test_case_sensitive_session_prunes_only_by_partitions(spark, metastore_uri: str, tmp_path: Path) -> None:
+    """With ``spark.sql.caseSensitive`` on, Spark's reader takes a Parquet column ``EventId`` as missing (NULL)
+    for the table's ``eventid``, while the index matched it ignoring case: its statistics must not prune then."""
+    from metastore.client import MetastoreClient
+
+    root = tmp_path / "cased"
+    for k, ids in ((1, [1, 2]), (2, [3, 4])):
+        (root / f"k={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"EventId": pa.array(ids, pa.int64())}), root / f"k={k}" / "a.parquet")
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, parse_table_name("edges.cased"), str(root)))
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        reference = spark.read.schema("eventid bigint, k int").option("basePath", str(root)).parquet(str(root))
+        for where, kept in (("eventid IS NULL", 2), ("eventid = 1 OR k = 2", 2), ("k = 2", 1)):
+            assert spark.sql(f"SELECT count(*) FROM edges.cased WHERE {where}").collect()[0][0] == \
+                reference.where(where).count(), where
+            assert last_scan_metrics("edges.cased")["files_kept"] == kept, where
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+    assert spark.sql("SELECT count(*) FROM edges.cased WHERE eventid = 1").collect()[0][0] == 1
+    assert last_scan_metrics("edges.cased")["files_kept"] == 1  # ignoring case again: statistics prune

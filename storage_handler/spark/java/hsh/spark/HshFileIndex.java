@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -13,6 +14,7 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.EvalMode$;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -102,7 +104,7 @@ public final class HshFileIndex implements FileIndex {
     for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : exact) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : CollectionConverters.asJava(dataFilters)) predicates.putIfAbsent(e.canonicalized(), e);
-    JsonNode answer = scan(FilterJson.encodeAll(predicates.values()), true);
+    JsonNode answer = scan(predicates.values(), true);
     JsonNode m = answer.path("metrics");
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, m.path("files_kept").asLong(),
         m.path("files_total").asLong(), m.path("bytes_kept").asLong(), m.path("bytes_total").asLong(),
@@ -118,7 +120,7 @@ public final class HshFileIndex implements FileIndex {
 
   @Override
   public String[] inputFiles() {
-    JsonNode files = fixedFiles != null ? fixedFiles : scan(JsonNodeFactory.instance.arrayNode(), false).path("files");
+    JsonNode files = fixedFiles != null ? fixedFiles : scan(List.of(), false).path("files");
     String[] paths = new String[files.size()];
     for (int i = 0; i < paths.length; i++) paths[i] = files.get(i).get(0).asText();
     return paths;
@@ -140,7 +142,7 @@ public final class HshFileIndex implements FileIndex {
       } else {
         // the bytes the query will read: with the query's filters attached, a selective scan of a big table
         // looks small to join planning (broadcast) as it will be; without filters, every file
-        size = scan(FilterJson.encodeAll(queryFilters), false).path("metrics").path("bytes_kept").asLong();
+        size = scan(queryFilters, false).path("metrics").path("bytes_kept").asLong();
       }
       sizeInBytes = size;
     }
@@ -152,10 +154,29 @@ public final class HshFileIndex implements FileIndex {
     return partitionSchema;
   }
 
-  private JsonNode scan(ArrayNode filters, boolean record) {
+  private JsonNode scan(Collection<Expression> predicates, boolean record) {
+    ArrayNode filters = FilterJson.encodeAll(prunable(predicates));
     ObjectNode request = JsonNodeFactory.instance.objectNode();
     request.put("op", "scan").put("schema", schema.json()).put("record", record).set("filters", filters);
     return PruneService.call(session, request, table);
+  }
+
+  /**
+   * The predicates the index may prune by. With {@code spark.sql.caseSensitive} on, Spark reads a Parquet column
+   * only under its exact name while the index matched columns ignoring case (as Hive does), so a file's statistics
+   * may describe a column Spark reads as NULL: only predicates on partition columns alone are used then.
+   */
+  private Collection<Expression> prunable(Collection<Expression> predicates) {
+    if (!session.sessionState().conf().caseSensitiveAnalysis()) return predicates;
+    List<Expression> out = new ArrayList<>();
+    for (Expression e : predicates) {
+      boolean partitionOnly = true;
+      for (Attribute a : CollectionConverters.asJava(e.references().toSeq())) {
+        partitionOnly &= java.util.Arrays.asList(partitionSchema.fieldNames()).contains(a.name());
+      }
+      if (partitionOnly) out.add(e);
+    }
+    return out;
   }
 
   /** The kept files grouped by partition, each partition's values cast from text like Spark's own listing does. */
