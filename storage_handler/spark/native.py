@@ -8,9 +8,10 @@ row-group filtering -- and the filter is applied on top, so results equal a full
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from storage_handler.spark.metrics import record_scan
 from storage_handler.spark.table_props import spark_type_json
@@ -19,8 +20,10 @@ from storage_handler.stats.listing import local_path
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from storage_handler.input_format import FileStatus
+    from storage_handler.input_format import FileStatus, ListStatusResult
     from storage_handler.table_desc import TableDesc
+
+log = logging.getLogger(__name__)
 
 
 def _metastore_uri(spark: SparkSession) -> str:
@@ -65,39 +68,94 @@ def _serial_listing(spark: SparkSession, paths: int) -> Iterator[None]:
 
 
 def read_table(spark: SparkSession, table: str, where: str | None = None) -> DataFrame:
-    """A DataFrame of ``table`` (``db.table``) reading only the files that may match ``where`` (HiveQL)."""
+    """A DataFrame of ``table`` (``db.table``) reading only the files that may match ``where``.
+
+    ``where`` is a Spark SQL condition; the DataFrame applies it with ``DataFrame.where``, so results are exact.
+    The files are chosen from the same text read the same way: with the session extension's classes on the driver
+    (:func:`storage_handler.spark.session`, :func:`native_scan_conf`) Spark itself parses and resolves it, in this
+    session's time zone and settings. Without them the handler reads it as HiveQL, which agrees with Spark except
+    for a few quoting rules and session settings; in those cases (:func:`_hiveql_reads_it_as_spark`) it does not
+    prune by ``where`` at all rather than risk skipping a matching file.
+    """
     from storage_handler.handler import list_status_for
 
     desc = load_table_desc(spark, table)
-    result, _props = list_status_for(desc, where)
-    record_scan({**result.metrics.as_dict(), "path": "read_table", "where": where})
-    df = _over_kept_files(spark, desc, result.files)
+    factory = _relations(spark)
+    if factory is not None:
+        result, pushed = _plan_with_spark(spark, factory, desc, table, where)
+    else:
+        pruning_where = where if where and _hiveql_reads_it_as_spark(spark, where) else None
+        result, _props = list_status_for(desc, pruning_where)
+        pushed = [pruning_where] if pruning_where else []
+    record_scan({**result.metrics.as_dict(), "path": "read_table", "where": where, "pushed_filters": pushed})
+    df = _over_kept_files(spark, factory, desc, result.files) if factory is not None else None
     if df is None:
         df = _over_paths(spark, desc, result.files)
-    df = df.select(*[n for n, _ in desc.schema])
+    df = df.select(*[f"`{n.replace('`', '``')}`" for n, _ in desc.schema])
     return df.where(where) if where else df
 
 
-def _over_kept_files(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus]) -> DataFrame | None:
+def _relations(spark: SparkSession) -> Any:
+    """The extension's ``hsh.spark.HshRelations`` class on this driver, or None when it is not on the class path."""
+    from py4j.java_gateway import JavaClass
+
+    relations = getattr(getattr(getattr(spark, "_jvm", None), "hsh", None), "spark", None)
+    factory = getattr(relations, "HshRelations", None) if relations is not None else None
+    if getattr(spark, "_jsparkSession", None) is None or not isinstance(factory, JavaClass):
+        return None
+    return factory
+
+
+def _plan_with_spark(spark: SparkSession, factory: Any, desc: TableDesc, table: str,
+                     where: str | None) -> tuple[ListStatusResult, list[str]]:
+    """``list_status`` for the filters Spark makes of ``where`` (what a query's native scan would be handed)."""
+    from pyspark.sql.types import StructType
+
+    from storage_handler.spark.filter_json import decode_filters
+    from storage_handler.spark.planning import configure, list_files
+    from storage_handler.spark.table_props import identity_from_metadata, spark_schema_json
+
+    nodes = json.loads(factory.filtersFor(spark._jsparkSession, table, where)) if where else []
+    filters = decode_filters(nodes, on_undecodable=lambda e: log.warning("read_table: filter left out of pruning "
+                                                                         "(%s)", e))
+    schema = StructType.fromJson(json.loads(spark_schema_json(desc.name, desc.location, desc.columns,
+                                                              desc.partition_keys)))
+    configured = configure(identity_from_metadata([(f.name, f.metadata) for f in schema.fields]), filters)
+    return list_files(configured, path="read_table", record=False), list(configured.pushed_filters)
+
+
+def _hiveql_reads_it_as_spark(spark: SparkSession, where: str) -> bool:
+    """Whether the handler's HiveQL reading of ``where`` surely means what Spark's does in this session.
+
+    Not when: Spark reads zone-less timestamp literals in a zone other than UTC; it matches Parquet columns by
+    exact case; its parser settings change string literals or double quotes; or the text has a doubled quote
+    (``'it''s'``: an escaped quote for Spark, two adjacent strings for Hive), a ``\\U`` escape, or double quotes.
+    """
+    def setting(key: str, default: str) -> str:
+        return (spark.conf.get(key, None) or default).strip().lower()
+
+    return (
+        setting("spark.sql.session.timeZone", "UTC") in ("utc", "etc/utc", "z", "gmt", "+00:00")
+        and all(setting(key, "false") != "true" for key in (
+            "spark.sql.caseSensitive", "spark.sql.parser.escapedStringLiterals", "spark.sql.ansi.doubleQuotedIdentifiers"))
+        and not any(token in where for token in ("''", "\\U", '"'))
+    )
+
+
+def _over_kept_files(spark: SparkSession, factory: Any, desc: TableDesc, files: Sequence[FileStatus]) -> DataFrame:
     """Spark's native Parquet relation over exactly ``files``, built by the session extension's classes.
 
     Spark neither lists nor stats the files again (that costs ~50 us a file on a local disk, a request each on
-    object storage). None when the extension is not on the driver's class path (see :mod:`.jvm`).
+    object storage). ``factory`` is :func:`_relations`' class.
     """
-    from py4j.java_gateway import JavaClass
     from pyspark.sql import DataFrame
 
     from storage_handler.spark.planning import file_rows
     from storage_handler.spark.table_props import spark_schema_json
 
-    jsession = getattr(spark, "_jsparkSession", None)
-    relations = getattr(getattr(getattr(spark, "_jvm", None), "hsh", None), "spark", None)
-    factory = getattr(relations, "HshRelations", None) if relations is not None else None
-    if jsession is None or not isinstance(factory, JavaClass):
-        return None
     schema = spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys)
-    relation = factory.keptFiles(jsession, schema, json.dumps(file_rows(desc.location, files)))
-    return DataFrame(jsession.baseRelationToDataFrame(relation), spark)
+    relation = factory.keptFiles(spark._jsparkSession, schema, json.dumps(file_rows(desc.location, files)))
+    return DataFrame(spark._jsparkSession.baseRelationToDataFrame(relation), spark)
 
 
 def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus]) -> DataFrame:

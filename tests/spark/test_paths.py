@@ -122,14 +122,13 @@ def test_read_table_reads_exactly_the_kept_files(spark, typed_table: str) -> Non
 def test_read_table_without_the_extension_reads_the_same_rows(spark, typed_table: str) -> None:
     """The fallback for sessions without the extension's classes: Spark reads the kept files by path."""
     from storage_handler.handler import list_status_for
-    from storage_handler.spark.native import _over_kept_files, _over_paths, load_table_desc
+    from storage_handler.spark.native import _over_kept_files, _over_paths, _relations, load_table_desc
 
     desc = load_table_desc(spark, TABLE)
     result, _ = list_status_for(desc, "bucket = 10")
     names = [n for n, _ in desc.schema]
     by_paths = _over_paths(spark, desc, result.files).select(*names)
-    kept = _over_kept_files(spark, desc, result.files)
-    assert kept is not None
+    kept = _over_kept_files(spark, _relations(spark), desc, result.files)
     assert _rows(by_paths.collect()) == _rows(kept.select(*names).collect())
     assert len(by_paths.collect()) == 6 * 40
     assert _over_paths(spark, desc, ()).count() == 0

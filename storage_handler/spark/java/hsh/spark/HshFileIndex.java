@@ -14,7 +14,6 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.EvalMode$;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -155,28 +154,10 @@ public final class HshFileIndex implements FileIndex {
   }
 
   private JsonNode scan(Collection<Expression> predicates, boolean record) {
-    ArrayNode filters = FilterJson.encodeAll(prunable(predicates));
+    ArrayNode filters = FilterJson.encodeAll(Prunable.of(session, partitionSchema, predicates));
     ObjectNode request = JsonNodeFactory.instance.objectNode();
     request.put("op", "scan").put("schema", schema.json()).put("record", record).set("filters", filters);
     return PruneService.call(session, request, table);
-  }
-
-  /**
-   * The predicates the index may prune by. With {@code spark.sql.caseSensitive} on, Spark reads a Parquet column
-   * only under its exact name while the index matched columns ignoring case (as Hive does), so a file's statistics
-   * may describe a column Spark reads as NULL: only predicates on partition columns alone are used then.
-   */
-  private Collection<Expression> prunable(Collection<Expression> predicates) {
-    if (!session.sessionState().conf().caseSensitiveAnalysis()) return predicates;
-    List<Expression> out = new ArrayList<>();
-    for (Expression e : predicates) {
-      boolean partitionOnly = true;
-      for (Attribute a : CollectionConverters.asJava(e.references().toSeq())) {
-        partitionOnly &= java.util.Arrays.asList(partitionSchema.fieldNames()).contains(a.name());
-      }
-      if (partitionOnly) out.add(e);
-    }
-    return out;
   }
 
   /** The kept files grouped by partition, each partition's values cast from text like Spark's own listing does. */

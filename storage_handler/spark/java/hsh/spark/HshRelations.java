@@ -5,7 +5,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.DataType;
@@ -13,6 +18,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
 import scala.collection.immutable.Map$;
+import scala.jdk.javaapi.CollectionConverters;
 
 /** Spark's native Parquet relation over a registered table's {@link HshFileIndex}: one place to build it. */
 public final class HshRelations {
@@ -49,6 +55,28 @@ public final class HshRelations {
     List<StructField> out = new ArrayList<>();
     for (StructField f : schema.fields()) if (isPartition(f) == partitions) out.add(f);
     return new StructType(out.toArray(new StructField[0]));
+  }
+
+  /**
+   * The pruning filters (the prune service's JSON list) for {@code table} filtered by {@code where}, read the way
+   * {@code spark.table(table).where(where)} reads it: Spark's parser, analyzer and optimizer in this session (its
+   * quoting rules, time zone, implicit casts), then {@link Prunable} and {@link FilterJson} as for a query. Used by
+   * {@code read_table}, which applies the same text with {@code DataFrame.where}.
+   */
+  public static String filtersFor(SparkSession session, String table, String where) {
+    Dataset<Row> df = session.table(table);
+    StructType partitions = partitionSchema(df.schema());
+    List<Expression> conjuncts = new ArrayList<>();
+    collectConditions(df.where(where).queryExecution().optimizedPlan(), conjuncts);
+    return FilterJson.encodeAll(Prunable.of(session, partitions, conjuncts)).toString();
+  }
+
+  private static void collectConditions(LogicalPlan plan, List<Expression> out) {
+    if (plan instanceof Filter) {
+      Filter filter = (Filter) plan;
+      out.addAll(CollectionConverters.asJava(filter.splitConjunctivePredicates(filter.condition())));
+    }
+    for (LogicalPlan child : CollectionConverters.asJava(plan.children())) collectConditions(child, out);
   }
 
   /**
