@@ -245,3 +245,11 @@ def test_dates_and_timestamps_before_the_gregorian_switch(spark, metastore_uri: 
         finally:
             spark.conf.unset("spark.hsh.nativeScan")
             spark.conf.unset("spark.sql.parquet.filterPushdown")
+
+
+def test_catalog_refresh_table(spark, typed: Path) -> None:
+    """spark.catalog.refreshTable (and REFRESH TABLE) work on a table the native scan reads."""
+    spark.catalog.refreshTable(TABLE)
+    spark.sql(f"REFRESH TABLE {TABLE}")
+    assert spark.sql(f"SELECT count(*) FROM {TABLE} WHERE c_bigint < 20").collect()[0][0] == \
+        spark.sql("SELECT count(*) FROM oracle_native WHERE c_bigint < 20").collect()[0][0]

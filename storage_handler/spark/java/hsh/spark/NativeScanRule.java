@@ -3,6 +3,8 @@ package hsh.spark;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
@@ -63,7 +65,18 @@ final class NativeScanRule extends Rule<LogicalPlan> {
     HshFileIndex index = HshFileIndex.pruning(session, md.getString("hsh.table"), md.getString("hsh.location"),
         schema, HshRelations.partitionSchema(schema));
     return new LogicalRelation(HshRelations.relation(session, schema, index),
-        CollectionConverters.asScala(output).toSeq(), Option.empty(), false, Option.empty());
+        CollectionConverters.asScala(output).toSeq(), catalogTable(md.getString("hsh.table")), false, Option.empty());
+  }
+
+  /** The catalog entry, as Spark's own relations carry it ({@code spark.catalog.refreshTable} needs it). */
+  private Option<CatalogTable> catalogTable(String name) {
+    int dot = name.indexOf('.');
+    TableIdentifier id = new TableIdentifier(name.substring(dot + 1), Option.apply(name.substring(0, dot)));
+    try {
+      return Option.apply(session.sessionState().catalog().getTableMetadata(id));
+    } catch (Exception e) { // the relation was just resolved from it; without the entry only refreshTable fails
+      return Option.empty();
+    }
   }
 
   private static AttributeReference attribute(DataSourceV2Relation relation, String name) {
