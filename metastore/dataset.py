@@ -90,9 +90,11 @@ def _partition_folders(root: Path, files: Sequence[DataFile]) -> dict[tuple[str 
         folder = f.path.rsplit("/", 1)[0]
         values = tuple(f.partition_values.values())
         if folders.setdefault(values, folder) != folder:
+            why = ("an empty value and __HIVE_DEFAULT_PARTITION__ are both NULL" if None in values else
+                   "their values are the same once Hive's %XX escapes are decoded")
             raise DatasetError(
-                f"folders {folders[values]!r} and {folder!r} under {root} are the same Hive partition (an empty "
-                "value and __HIVE_DEFAULT_PARTITION__ are both NULL); move the files into one of them"
+                f"folders {folders[values]!r} and {folder!r} under {root} are the same Hive partition ({why}); "
+                "move the files into one of them"
             )
     return folders
 

@@ -307,7 +307,10 @@ class _Binder:
             except FilterError:
                 return Constant(float(text), DOUBLE)
         if "e" in text.lower():
-            return Constant(float(text), DOUBLE)
+            try:
+                return Constant(float(text), DOUBLE)
+            except ValueError as e:
+                raise FilterError(f"{text!r} is not a number; write an exponent with digits, as in 5e3") from e
         try:
             return Constant(Decimal(text), decimal_type_of(Decimal(text)))
         except FilterError:  # more than 38 digits: Hive falls back to a double

@@ -143,6 +143,11 @@ def test_unterminated_string_names_the_position():
         parse_filter("x = 1 and\n y = 'abc", SCHEMA)
 
 
+
+def test_an_exponent_without_digits_is_a_filter_error():
+    with pytest.raises(FilterError, match=r"'5e' is not a number"):
+        parse_filter("x = 5e", SCHEMA)
+
 def test_unknown_column_lists_the_known_ones():
     with pytest.raises(FilterError) as info:
         parse_filter("x = 1 and nope = 2", SCHEMA)

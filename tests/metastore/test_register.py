@@ -90,3 +90,20 @@ def test_escape_round_trip(value: str) -> None:
     expected = None if value == "" else value
     assert unescape_partition_value(escape_partition_value(value)) == expected
     assert "/" not in escape_partition_value(value)
+
+
+@pytest.mark.parametrize(("a", "b", "why"), [
+    ("k=a b", "k=a%20b", "the same once Hive's %XX escapes are decoded"),
+    ("k=", "k=__HIVE_DEFAULT_PARTITION__", "both NULL"),
+])
+def test_two_folders_for_one_partition_are_refused_saying_why(tmp_path: Path, a: str, b: str, why: str) -> None:
+    import pyarrow as pa
+
+    from metastore.dataset import discover
+    from storage_handler.errors import DatasetError
+
+    for folder in (a, b):
+        (tmp_path / folder).mkdir()
+        pq.write_table(pa.table({"x": [1]}), tmp_path / folder / "f.parquet")
+    with pytest.raises(DatasetError, match=f"same Hive partition \\(.*{why}"):
+        discover(str(tmp_path))
