@@ -12,7 +12,6 @@ Spark checks the batches a Python data source yields against the declared schema
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage_handler.errors import DatasetError
+from storage_handler.spark.partition_text import spark_cast
 from storage_handler.stats import DataFile, indexed_columns, stats_from_metadata, stats_table
 from storage_handler.types import HiveType
 
@@ -37,30 +37,11 @@ class Split:
     row_groups: tuple[int, ...] | None = None
 
 
-_INTEGER_TEXT = re.compile(r"\s*([+-]?[0-9]+)(\.[0-9]*)?\s*")
-
-
-def partition_array(value: str | None, hive_type: HiveType, target: pa.DataType, length: int) -> pa.Array:
-    """A constant column for a partition value, parsed as the declared type; NULL if it does not parse.
-
-    Integers are parsed as the native scan's (legacy) cast reads them: surrounding spaces and a leading ``+``
-    allowed, a fraction truncated, out of range NULL. Registration types ``k=+2`` folders as ``int``, and pyarrow's
-    cast refuses the ``+``.
-    """
-    if value is None:
-        return pa.nulls(length, target)
-    if pa.types.is_integer(target):
-        match = _INTEGER_TEXT.fullmatch(value)
-        if match is None:
-            return pa.nulls(length, target)
-        number = int(match.group(1))
-        limit = 1 << (target.bit_width - 1)  # Hive's integers are signed
-        return pa.array([number] * length, target) if -limit <= number < limit else pa.nulls(length, target)
-    try:
-        scalar = pa.array([value], pa.string()).cast(target)[0]
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.nulls(length, target)
-    return pa.array([scalar.as_py()] * length, target) if length else pa.array([], target)
+def partition_array(value: str | None, target: pa.DataType, length: int) -> pa.Array:
+    """A constant column for a partition value: the folder text cast as Spark's native scan casts it
+    (:mod:`.partition_text`); NULL for the default partition and for text the cast rejects."""
+    parsed = None if value is None else spark_cast(value, target)
+    return pa.nulls(length, target) if parsed is None else pa.array([parsed] * length, target)
 
 
 def cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: str, path: str) -> pa.Array:
@@ -136,7 +117,7 @@ def read_split(
                 arrays.append(cast_column(batch.column(present[name]), target, name, str(full)))
             else:
                 arrays.append(pa.nulls(n, target))
-        for j, (name, hive_type) in enumerate(partition_keys):
+        for j, (name, _type) in enumerate(partition_keys):
             target = schema.field(len(columns) + j).type
-            arrays.append(partition_array(parts.get(name), hive_type, target, n))
+            arrays.append(partition_array(parts.get(name), target, n))
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
