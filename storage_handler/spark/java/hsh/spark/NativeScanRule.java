@@ -2,6 +2,8 @@ package hsh.spark;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
@@ -28,7 +30,9 @@ import scala.runtime.AbstractPartialFunction;
  */
 final class NativeScanRule extends Rule<LogicalPlan> {
   static final String ENABLED = "spark.hsh.nativeScan";
+  private static final long CATALOG_TTL_NANOS = 10_000_000_000L;
   private final SparkSession session;
+  private final Map<String, Map.Entry<Long, CatalogTable>> catalog = new ConcurrentHashMap<>(); // this session's
 
   NativeScanRule(SparkSession session) {
     this.session = session;
@@ -68,12 +72,21 @@ final class NativeScanRule extends Rule<LogicalPlan> {
         CollectionConverters.asScala(output).toSeq(), catalogTable(md.getString("hsh.table")), false, Option.empty());
   }
 
-  /** The catalog entry, as Spark's own relations carry it ({@code spark.catalog.refreshTable} needs it). */
+  /**
+   * The catalog entry, as Spark's own relations carry it ({@code spark.catalog.refreshTable} needs it). Kept for
+   * {@link #CATALOG_TTL_NANOS}: Spark has just read the table to resolve the query, and a second metastore call
+   * per query costs about 10 ms; the entry only names the table here (its statistics, if any, only size joins).
+   */
   private Option<CatalogTable> catalogTable(String name) {
+    long now = System.nanoTime();
+    Map.Entry<Long, CatalogTable> cached = catalog.get(name);
+    if (cached != null && now - cached.getKey() < CATALOG_TTL_NANOS) return Option.apply(cached.getValue());
     int dot = name.indexOf('.');
     TableIdentifier id = new TableIdentifier(name.substring(dot + 1), Option.apply(name.substring(0, dot)));
     try {
-      return Option.apply(session.sessionState().catalog().getTableMetadata(id));
+      CatalogTable table = session.sessionState().catalog().getTableMetadata(id);
+      catalog.put(name, Map.entry(now, table));
+      return Option.apply(table);
     } catch (Exception e) { // the relation was just resolved from it; without the entry only refreshTable fails
       return Option.empty();
     }
