@@ -91,7 +91,8 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
     df = _over_kept_files(spark, factory, desc, result.files) if factory is not None else None
     if df is None:
         df = _over_paths(spark, desc, result.files)
-    df = df.select(*[f"`{n.replace('`', '``')}`" for n, _ in desc.schema])
+    # named like the table, as spark.table(...) is, so that `where` may say t.x or correlate a subquery with it
+    df = df.select(*[f"`{n.replace('`', '``')}`" for n, _ in desc.schema]).alias(desc.name.split(".")[-1])
     return df.where(where) if where else df
 
 

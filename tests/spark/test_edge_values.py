@@ -158,3 +158,26 @@ def test_without_the_extension_read_table_prunes_only_where_hiveql_agrees(spark,
         assert not _hiveql_reads_it_as_spark(spark, text), text
     session_zone("Europe/Paris")
     assert not _hiveql_reads_it_as_spark(spark, "x = 1")
+
+
+def test_read_table_where_with_subqueries_and_qualified_names(spark, metastore_uri: str, tmp_path: Path) -> None:
+    """A subquery's own filters (on another table, or another instance of this one) must not prune this table;
+    ``t.x`` and a correlated ``t.p`` work as with ``spark.table``."""
+    from storage_handler.spark import read_table
+
+    root, other = tmp_path / "sub", tmp_path / "other"
+    for p in range(4):
+        (root / f"p={p}").mkdir(parents=True)
+        xs = list(range(p * 100, p * 100 + 100))
+        pq.write_table(pa.table({"x": pa.array(xs, pa.int32())}), root / f"p={p}" / "f.parquet")
+    other.mkdir()
+    pq.write_table(pa.table({"x": pa.array([120, 350], pa.int32()), "k": pa.array([1, 3], pa.int32())}),
+                   other / "a.parquet")
+    _register(metastore_uri, "edges.sub", root)
+    _register(metastore_uri, "edges.other", other)
+    for where in ("x NOT IN (SELECT x FROM edges.other WHERE x > 300)",
+                  "p NOT IN (SELECT k FROM edges.other WHERE k > 2)",
+                  "x IN (SELECT x FROM edges.sub WHERE x > 350) OR x < 5",  # another instance of the same table
+                  "sub.x > 350", "EXISTS (SELECT 1 FROM edges.other o WHERE o.k = sub.p)"):
+        expected = spark.table("edges.sub").where(where).count()
+        assert read_table(spark, "edges.sub", where).count() == expected, where

@@ -8,6 +8,7 @@ import java.util.List;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -67,16 +68,24 @@ public final class HshRelations {
     Dataset<Row> df = session.table(table);
     StructType partitions = partitionSchema(df.schema());
     List<Expression> conjuncts = new ArrayList<>();
-    collectConditions(df.where(where).queryExecution().optimizedPlan(), conjuncts);
+    collectConditions(df.where(where).queryExecution().optimizedPlan(), df.queryExecution().analyzed().outputSet(),
+        conjuncts);
     return FilterJson.encodeAll(Prunable.of(session, partitions, conjuncts)).toString();
   }
 
-  private static void collectConditions(LogicalPlan plan, List<Expression> out) {
+  /**
+   * The conjuncts of every filter in {@code plan} that refer to {@code table}'s own columns only. A subquery in
+   * {@code where} becomes a join whose other side has filters of its own, on other tables or on another instance of
+   * this one (other expression ids): those say nothing about which of this table's files to read.
+   */
+  private static void collectConditions(LogicalPlan plan, AttributeSet table, List<Expression> out) {
     if (plan instanceof Filter) {
       Filter filter = (Filter) plan;
-      out.addAll(CollectionConverters.asJava(filter.splitConjunctivePredicates(filter.condition())));
+      for (Expression e : CollectionConverters.asJava(filter.splitConjunctivePredicates(filter.condition()))) {
+        if (e.references().subsetOf(table)) out.add(e);
+      }
     }
-    for (LogicalPlan child : CollectionConverters.asJava(plan.children())) collectConditions(child, out);
+    for (LogicalPlan child : CollectionConverters.asJava(plan.children())) collectConditions(child, table, out);
   }
 
   /**
