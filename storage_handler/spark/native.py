@@ -88,9 +88,8 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
         result, _props = list_status_for(desc, pruning_where)
         pushed = [pruning_where] if pruning_where else []
     record_scan({**result.metrics.as_dict(), "path": "read_table", "where": where, "pushed_filters": pushed})
-    df = _over_kept_files(spark, factory, desc, result.files) if factory is not None else None
-    if df is None:
-        df = _over_paths(spark, desc, result.files)
+    df = _over_kept_files(spark, factory, desc, result.files) if factory is not None else \
+        _over_paths(spark, desc, result.files)
     # named like the table, as spark.table(...) is, so that `where` may say t.x or correlate a subquery with it
     df = df.select(*[f"`{n.replace('`', '``')}`" for n, _ in desc.schema]).alias(desc.name.split(".")[-1])
     return df.where(where) if where else df
@@ -110,18 +109,15 @@ def _relations(spark: SparkSession) -> Any:
 def _plan_with_spark(spark: SparkSession, factory: Any, desc: TableDesc, table: str,
                      where: str | None) -> tuple[ListStatusResult, list[str]]:
     """``list_status`` for the filters Spark makes of ``where`` (what a query's native scan would be handed)."""
-    from pyspark.sql.types import StructType
-
     from storage_handler.spark.filter_json import decode_filters
     from storage_handler.spark.planning import configure, list_files
-    from storage_handler.spark.table_props import identity_from_metadata, spark_schema_json
+    from storage_handler.spark.table_props import TableIdentity
 
     nodes = json.loads(factory.filtersFor(spark._jsparkSession, table, where)) if where else []
     filters = decode_filters(nodes, on_undecodable=lambda e: log.warning("read_table: filter left out of pruning "
                                                                          "(%s)", e))
-    schema = StructType.fromJson(json.loads(spark_schema_json(desc.name, desc.location, desc.columns,
-                                                              desc.partition_keys)))
-    configured = configure(identity_from_metadata([(f.name, f.metadata) for f in schema.fields]), filters)
+    identity = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys)
+    configured = configure(identity, filters)
     return list_files(configured, path="read_table", record=False), list(configured.pushed_filters)
 
 
