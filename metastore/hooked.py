@@ -51,7 +51,7 @@ def alter_table(client: MetastoreClient, table: Any, hook: Any) -> None:
 
 
 def refresh_table(
-    client: MetastoreClient, db: str, name: str, hook: Any, change: Callable[[Any], None] | None = None
+    client: MetastoreClient, db: str, name: str, hook: Any, change: Callable[[Any], object] | None = None
 ) -> tuple[Any, bool]:
     """Under the table's HMS lock: re-read the table, apply ``change`` to it, and alter it through the hook.
 

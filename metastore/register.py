@@ -21,13 +21,13 @@ from metastore.table_spec import (
     TableName,
     build_partition,
     build_table,
+    drop_legacy_parameters,
     table_columns,
     table_partition_keys,
 )
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
-from storage_handler.spark.table_props import spark_table_properties
 
 DEFAULT_BATCH = 1000
 
@@ -120,9 +120,8 @@ def apply_registration(
     name, ds = plan.name, plan.dataset
     if plan.create_database:
         client.ensure_database(name.database)
-    params = spark_table_properties(str(name), ds.location, ds.columns, ds.partition_keys)
-    params.update(plan.table_properties)
-    table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner, parameters=params)
+    table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner,
+                        parameters=plan.table_properties)
     hook = StorageHandler().get_meta_hook()
     hook.show_progress = show_progress
     if urlparse(ds.location).scheme not in ("", "file"):
@@ -130,7 +129,7 @@ def apply_registration(
     if plan.create_table:
         hooked.create_table(client, table, hook)
     else:  # refresh the index and record its version, under the lock, on a freshly read table
-        current, _locked = hooked.refresh_table(client, name.database, name.table, hook)
+        current, _locked = hooked.refresh_table(client, name.database, name.table, hook, drop_legacy_parameters)
     added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)
     result = plan.summary()
     result["partitions_added"] = added

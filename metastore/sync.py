@@ -2,6 +2,8 @@
 
 * new partition folders are added; vanished ones are dropped only with ``--drop-missing``;
 * new columns found in the files are appended to the table schema;
+* the Spark provider and schema parameters that earlier versions wrote are removed (the table becomes a plain
+  Hive Parquet table for every Spark session; see :func:`metastore.table_spec.legacy_parameters`);
 * incompatible changes are refused, naming the column, both types and the files involved: a column whose type
   changed, a column no file has any more (dropped or renamed), partition keys that differ;
 * the index is refreshed incrementally (only new or changed footers are read).
@@ -24,10 +26,15 @@ from metastore import hooked
 from metastore.client import MetastoreClient
 from metastore.dataset import Dataset, discover
 from metastore.register import DEFAULT_BATCH, add_partitions
-from metastore.table_spec import TableName, table_columns, table_partition_keys
+from metastore.table_spec import (
+    TableName,
+    drop_legacy_parameters,
+    legacy_parameters,
+    table_columns,
+    table_partition_keys,
+)
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
-from storage_handler.spark.table_props import is_spark_property, spark_table_properties
 from storage_handler.stats.listing import local_path
 from storage_handler.types import HiveType, parse_hive_type
 
@@ -40,10 +47,12 @@ class SyncPlan:
     partitions_to_add: tuple[tuple[str | None, ...], ...]
     partitions_to_drop: tuple[str, ...]
     missing_partitions: tuple[str, ...]  # vanished from storage (dropped only with drop_missing)
+    parameters_to_remove: tuple[str, ...] = ()  # what earlier versions wrote for Spark (see legacy_parameters)
 
     def summary(self) -> dict[str, Any]:
         return {
             "table": str(self.name),
+            "parameters_to_remove": list(self.parameters_to_remove),
             "files": len(self.dataset.files),
             "new_columns": [{"name": n, "type": str(t)} for n, t in self.new_columns],
             "partitions_to_add": [self.dataset.partition_name(v) for v in self.partitions_to_add],
@@ -63,7 +72,8 @@ def plan_sync(
     on_storage = {dataset.partition_name(v): v for v in dataset.partitions}
     to_add = tuple(v for p, v in on_storage.items() if p not in have)
     missing = tuple(sorted(have - on_storage.keys()))
-    return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing)
+    return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing,
+                    tuple(legacy_parameters(table.parameters)))
 
 
 def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tuple[str, HiveType], ...]:
@@ -114,17 +124,17 @@ def apply_sync(
     name, ds = plan.name, plan.dataset
     hook = StorageHandler().get_meta_hook()
     hook.show_progress = show_progress
-    def add_new_columns(table: Any) -> None:
+    def change_table(table: Any) -> None:
         if plan.new_columns:
             have = {c.name.lower() for c in table.sd.cols}
             table.sd.cols.extend(
                 hms.FieldSchema(name=n, type=str(t), comment=None) for n, t in plan.new_columns if n.lower() not in have
             )
-            _refresh_spark_properties(table)
+        drop_legacy_parameters(table)  # as the table is now, under the lock
 
-    # The schema change and the index refresh happen under the lock on a freshly read table; partition calls are
-    # idempotent (ifNotExists / ifExists), so they need no lock.
-    table, locked = hooked.refresh_table(client, name.database, name.table, hook, add_new_columns)
+    # The schema change, the upgrade and the index refresh happen under the lock on a freshly read table;
+    # partition calls are idempotent (ifNotExists / ifExists), so they need no lock.
+    table, locked = hooked.refresh_table(client, name.database, name.table, hook, change_table)
     added = add_partitions(client, table, ds, plan.partitions_to_add, batch_size=batch_size, on_batch=on_batch)
     for start in range(0, len(plan.partitions_to_drop), batch_size):
         client.drop_partitions(name.database, name.table, plan.partitions_to_drop[start : start + batch_size])
@@ -136,13 +146,3 @@ def apply_sync(
         "index_added": len(diff.added) if diff else 0, "index_changed": len(diff.changed) if diff else 0,
         "index_removed": len(diff.removed) if diff else 0,
     }
-
-
-def _refresh_spark_properties(table: Any) -> None:
-    for key in [k for k in table.parameters if is_spark_property(k)]:
-        del table.parameters[key]
-    columns = [(c.name, parse_hive_type(c.type)) for c in table.sd.cols]
-    keys = [(c.name, parse_hive_type(c.type)) for c in table.partitionKeys or []]
-    table.parameters.update(
-        spark_table_properties(f"{table.dbName}.{table.tableName}", table.sd.location, columns, keys)
-    )

@@ -14,6 +14,12 @@ from dataclasses import dataclass
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
+from storage_handler.contract import (
+    LEGACY_PROVIDER,
+    LEGACY_PROVIDER_VALUE,
+    LEGACY_SCHEMA_PREFIX,
+    PARAM_HANDLER,
+)
 from storage_handler.errors import InvalidNameError
 from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION as DEFAULT_PARTITION
 from storage_handler.types import HiveType
@@ -23,7 +29,6 @@ OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
 SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 
 PARAM_PREFIX = "hsh."
-PARAM_HANDLER = "hsh.storage_handler"
 HANDLER_CLASS = "storage_handler.handler.StorageHandler"
 
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -114,3 +119,25 @@ def table_columns(table: hms.Table) -> list[tuple[str, str]]:
 
 def table_partition_keys(table: hms.Table) -> list[tuple[str, str]]:
     return [(c.name, c.type) for c in (table.partitionKeys or [])]
+
+
+def legacy_parameters(parameters: Mapping[str, str] | None) -> list[str]:
+    """The table parameters an earlier version of this project wrote for Spark, which ``hsh sync`` removes.
+
+    Those versions set ``spark.sql.sources.provider=hsh`` plus the ``spark.sql.sources.schema*`` parts, which makes
+    every Spark session without this package fail on the table. Only a table whose provider is ``hsh`` has them
+    removed: schema parts that plain Spark saved itself (its ``INFER_AND_SAVE`` of a Hive table's case-sensitive
+    schema, with no provider) are Spark's and stay.
+    """
+    params = parameters or {}
+    if params.get(LEGACY_PROVIDER) != LEGACY_PROVIDER_VALUE:
+        return []
+    return sorted(k for k in params if k == LEGACY_PROVIDER or k.startswith(LEGACY_SCHEMA_PREFIX))
+
+
+def drop_legacy_parameters(table: hms.Table) -> list[str]:
+    """Remove :func:`legacy_parameters` from ``table`` (in place); the keys removed."""
+    keys = legacy_parameters(table.parameters)
+    for key in keys:
+        del table.parameters[key]
+    return keys

@@ -18,6 +18,7 @@ import logging
 import shutil
 from typing import Any
 
+from storage_handler.contract import PARAM_INDEX_VERSION
 from storage_handler.stats import StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
 from storage_handler.stats.listing import local_path
@@ -25,7 +26,6 @@ from storage_handler.table_desc import TableDesc
 
 log = logging.getLogger(__name__)
 PARAM_INDEX_LOCATION = "hsh.index.location"
-PARAM_INDEX_VERSION = "hsh.index.version"
 
 
 class IndexMetaHook:

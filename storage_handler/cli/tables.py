@@ -121,7 +121,9 @@ def _sync(args: argparse.Namespace) -> int:
         return 0
     verb = "would" if args.dry_run else "did"
     say(f"sync {name} ({verb}): +{len(result['partitions_to_add'])} partitions, "
-        f"-{len(result['partitions_to_drop'])} partitions, +{len(result['new_columns'])} columns")
+        f"-{len(result['partitions_to_drop'])} partitions, +{len(result['new_columns'])} columns"
+        + (f", remove the Spark provider and schema an earlier version wrote ({len(result['parameters_to_remove'])} "
+           "parameters)" if result["parameters_to_remove"] else ""))
     print_mapping(result, title=f"sync {name}")
     return 0
 

@@ -1,9 +1,15 @@
-"""The ``hsh`` Python data source: Spark reads registered tables through the storage handler.
+"""The ``hsh`` Python data source: ``spark.read.format("hsh").load("db.table")`` reads a registered table with pruning.
 
-Flow of one query (all on the driver side except ``read``):
+Sessions with the session extension read registered tables through Spark's native Parquet scan
+(:mod:`storage_handler.spark.prune_service`), and ``read_table`` works in any session; this source is the
+explicit way for a session without a JDK or without the extension's settings. Registered tables are plain Hive
+tables, so ``spark.sql`` never routes them here.
 
-1. ``reader(schema)`` learns the table from the schema's field metadata (see :mod:`.table_props`: catalog tables
-   hand a data source empty options).
+Flow of one read (all on the driver side except ``read``):
+
+1. ``schema()`` reads the table from the metastore: ``.option("metastore", "thrift://...")``, else
+   ``$HSH_METASTORE_URI``, else the embedded one. The schema it returns carries the table identity as field
+   metadata (:mod:`.table_props`), which is all ``reader(schema)`` receives.
 2. ``pushFilters`` decodes Spark's AND-ed filters and calls the handler's ``decompose_predicate``. Every filter is
    handed back to Spark: pruning is inexact and Spark does not re-check a filter a source accepts. A filter whose
    value Spark may have changed on the way to Python is left out of pruning (:mod:`.lossy_values`).
@@ -11,10 +17,9 @@ Flow of one query (all on the driver side except ``read``):
    metrics and turns each kept file into an ``InputPartition``.
 4. ``read`` (on executors) reads one file with pyarrow as batches of exactly the declared schema.
 
-Sessions with the session extension (``spark.sql.extensions=hsh.spark.HshExtensions``, loaded by
-:func:`storage_handler.spark.session` and the Thrift server) never get here: it swaps this source for Spark's
-native Parquet scan over the same kept files (:mod:`storage_handler.spark.prune_service`). This source serves
-sessions without it (no JDK, or a builder that only installed the package), and ``spark.hsh.nativeScan=false``.
+``spark.sql.python.filterPushdown.enabled`` off (Spark's default): Spark would refuse a reader that implements
+``pushFilters`` with a Python traceback. The reader then reads every file (a warning names the setting), since
+it never learns the query's filters; see :func:`_pushdown_disabled`.
 
 Limits of Spark's Python data-source API (4.3), stated so nobody is surprised: it has no column pruning, so
 every column is read; and it only receives AND-ed simple filters, so an ``OR`` in a query does not prune on this
@@ -24,7 +29,9 @@ path. The native scan and :func:`storage_handler.spark.read_table` have neither 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +43,9 @@ from storage_handler.spark.planning import Configured
 from storage_handler.spark.reader import Split
 from storage_handler.spark.table_props import PROVIDER, TableIdentity, identity_from_metadata
 
+log = logging.getLogger(__name__)
+PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
+
 
 class HshDataSource(DataSource):
     """Registered automatically in every session through the top-level ``pyspark_hsh`` module."""
@@ -45,15 +55,32 @@ class HshDataSource(DataSource):
         return PROVIDER
 
     def schema(self) -> StructType:
-        from storage_handler.errors import SchemaError
+        """The registered table's schema with its identity as field metadata (see :mod:`.table_props`)."""
+        from metastore.client import MetastoreClient
+        from metastore.local import resolve_metastore_uri
+        from metastore.table_spec import parse_table_name
+        from storage_handler.errors import ConfigurationError
+        from storage_handler.spark.table_props import spark_schema_json
+        from storage_handler.table_desc import TableDesc
 
-        raise SchemaError(
-            "the hsh data source reads tables registered with `hsh register`: query them by name "
-            "(spark.sql / spark.table) so Spark supplies their schema"
-        )
+        table = self.options.get("path") or self.options.get("table")
+        if not table:
+            raise ConfigurationError(
+                "the hsh data source reads a table registered with `hsh register`: "
+                "spark.read.format('hsh').load('db.table')"
+            )
+        name = parse_table_name(table)
+        with MetastoreClient(resolve_metastore_uri(self.options.get("metastore"))) as client:
+            desc = TableDesc.from_hms(client.get_table(name.database, name.table))
+        return StructType.fromJson(json.loads(
+            spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return HshReader(schema)
+        if _pushdown_disabled():
+            log.warning("hsh: %s is off, so this read cannot see the query's filters and reads every file of the "
+                        "table; set it to true to prune", PUSHDOWN_SETTING)
+            return HshReader(schema)
+        return HshPruningReader(schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
         from storage_handler.errors import ConfigurationError
@@ -64,20 +91,33 @@ class HshDataSource(DataSource):
         )
 
 
+def _pushdown_disabled() -> bool:
+    """Whether the pyspark planning worker calling ``reader()`` runs with Python filter pushdown off.
+
+    pyspark (4.3) rejects a reader that implements ``pushFilters`` when the setting is off, and a data source has
+    no other way to learn the setting: the worker holds it in its local ``enable_pushdown`` while it calls
+    ``reader()``. Reading that local is the one way to fall back to an unpruned reader instead of failing with a
+    traceback. If a later pyspark renames it, this answers False: Spark's own error, naming the setting, is shown.
+    """
+    frame = sys._getframe(1)
+    for _ in range(8):
+        frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:
+            return False
+        if frame.f_globals.get("__name__", "").startswith("pyspark.sql.worker") and \
+                "enable_pushdown" in frame.f_locals:
+            return frame.f_locals["enable_pushdown"] is False
+    return False
+
+
 class HshReader(DataSourceReader):
-    """Plans and reads one scan; picklable (only strings, tuples and frozen dataclasses are kept on ``self``)."""
+    """Plans and reads one scan without filters (every file is kept); picklable (only strings, tuples and frozen
+    dataclasses are kept on ``self``)."""
 
     def __init__(self, schema: StructType) -> None:
         self.schema_json = schema.json()
         self.identity: TableIdentity = identity_from_metadata([(f.name, f.metadata) for f in schema.fields])
         self.configured: Configured | None = None  # set by pushFilters; None when Spark pushed nothing
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
-        from storage_handler.spark.lossy_values import carries_exact_values
-        from storage_handler.spark.planning import configure
-
-        self.configured = configure(self.identity, [f for f in filters if carries_exact_values(f)])
-        yield from filters  # every filter goes back to Spark: pruning never filters rows exactly
 
     def partitions(self) -> Sequence[InputPartition]:
         from storage_handler.input_format import ParquetInputFormat, pack_splits
@@ -114,3 +154,14 @@ class HshReader(DataSourceReader):
         if is_trivial(sarg):
             return None
         return PredicateEvaluator(sarg, self.identity.columns, self.identity.partition_keys)
+
+
+class HshPruningReader(HshReader):
+    """:class:`HshReader` that also receives the query's AND-ed filters, so it prunes by them."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
+        from storage_handler.spark.lossy_values import carries_exact_values
+        from storage_handler.spark.planning import configure
+
+        self.configured = configure(self.identity, [f for f in filters if carries_exact_values(f)])
+        yield from filters  # every filter goes back to Spark: pruning never filters rows exactly

@@ -6,8 +6,7 @@ against the jars inside the pyspark wheel -- no build tool, no download -- once 
 ``$HSH_HOME/jvm/<hash>/``, and put on the driver's class path.
 
 Decision: without ``javac`` (a JRE only) the extension is left out with a warning and Spark reads registered tables
-through the ``hsh`` Python data source: same pruning and results, slower (no column pruning, rows cross into
-Python).
+as the plain Hive tables they are (no pruning); ``read_table`` and ``spark.read.format("hsh")`` still prune.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from storage_handler.errors import ConfigurationError
 log = logging.getLogger(__name__)
 EXTENSION_CLASS = "hsh.spark.HshExtensions"
 SOURCES = Path(__file__).with_name("java")
+CONTRACT = Path(__file__).parent.parent / "contract.json"  # the Java-Python contract, loaded by Contract.java
 
 
 def find_javac() -> str | None:
@@ -36,9 +36,10 @@ def find_javac() -> str | None:
     return shutil.which("javac")
 
 
-def compile_java(sources: Sequence[Path], target_root: Path) -> Path | None:
+def compile_java(sources: Sequence[Path], target_root: Path, resources: Sequence[tuple[Path, str]] = ()) -> Path | None:
     """Compile ``sources`` into ``target_root/<hash of the sources>`` (reused when present); None without javac.
 
+    ``resources`` are (file, class-path name) pairs copied next to the classes (and hashed with the sources).
     The classes are compiled into a temporary folder and renamed into place, so concurrent callers (a session and
     a Thrift server starting together) never see half a class folder.
     """
@@ -47,6 +48,8 @@ def compile_java(sources: Sequence[Path], target_root: Path) -> Path | None:
     digest = hashlib.sha256()
     for source in sorted(sources):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    for resource, name in resources:
+        digest.update(name.encode() + b"\0" + resource.read_bytes())
     target = target_root / digest.hexdigest()[:16]
     if target.is_dir():
         return target
@@ -62,6 +65,9 @@ def compile_java(sources: Sequence[Path], target_root: Path) -> Path | None:
         )
         if proc.returncode != 0:
             raise ConfigurationError(f"could not compile {sources[0].parent}: {proc.stderr.strip()[-800:]}")
+        for resource, name in resources:
+            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(resource, Path(tmp) / name)
         try:
             os.rename(tmp, target)
         except OSError:
@@ -76,15 +82,16 @@ def extension_classpath() -> Path | None:
     """The compiled session extension (see the module docstring); None without javac."""
     from metastore.local import state_home
 
-    return compile_java(sorted(SOURCES.rglob("*.java")), state_home() / "jvm")
+    return compile_java(sorted(SOURCES.rglob("*.java")), state_home() / "jvm",
+                        [(CONTRACT, "hsh/spark/contract.json")])
 
 
 def native_scan_conf() -> dict[str, str]:
     """Spark settings loading the session extension into a driver (empty, with a warning, without javac)."""
     classpath = extension_classpath()
     if classpath is None:
-        log.warning("no javac (JDK) found: Spark reads registered tables through the hsh Python data source, which "
-                    "prunes the same files but is slower; install a JDK 17 for Spark's native scan")
+        log.warning("no javac (JDK) found: spark.sql reads registered tables natively without pruning; "
+                    "read_table() and spark.read.format('hsh') still prune; install a JDK 17 for Spark's native scan")
         return {}
     return {
         "spark.sql.extensions": EXTENSION_CLASS,

@@ -148,10 +148,10 @@ def _over_kept_files(spark: SparkSession, factory: Any, desc: TableDesc, files: 
     from pyspark.sql import DataFrame
 
     from storage_handler.spark.planning import file_rows
-    from storage_handler.spark.table_props import spark_schema_json
+    from storage_handler.spark.table_props import TableIdentity
 
-    schema = spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys)
-    relation = factory.keptFiles(spark._jsparkSession, schema, json.dumps(file_rows(desc.location, files)))
+    table = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys).to_contract()
+    relation = factory.keptFiles(spark._jsparkSession, json.dumps(table), json.dumps(file_rows(desc.location, files)))
     return DataFrame(spark._jsparkSession.baseRelationToDataFrame(relation), spark)
 
 

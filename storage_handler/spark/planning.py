@@ -55,8 +55,11 @@ def list_files(configured: Configured, *, path: str, record: bool = True) -> Lis
 
 
 def file_rows(location: str, files: Sequence[FileStatus]) -> list[list[Any]]:
-    """Kept files as the JVM side reads them: ``[file URI, bytes, mtime ms, {partition key: value or None}]``."""
+    """Kept files as the contract's positional ``file_row`` (the JVM side reads them by these positions)."""
+    from storage_handler.contract import FILE_ROW
     from storage_handler.stats.listing import local_path
 
     root = "file://" + local_path(location).rstrip("/")
-    return [[f"{root}/{f.path}", f.length, f.modification_time, dict(f.partition_values)] for f in files]
+    rows = ({"uri": f"{root}/{f.path}", "bytes": f.length, "mtime_ms": f.modification_time,
+             "partition_values": dict(f.partition_values)} for f in files)
+    return [[row[name] for name in FILE_ROW] for row in rows]

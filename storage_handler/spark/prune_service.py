@@ -28,6 +28,7 @@ import os
 import sys
 from typing import IO, Any
 
+from storage_handler import contract
 from storage_handler.errors import StorageHandlerError
 
 log = logging.getLogger(__name__)
@@ -36,22 +37,22 @@ PATH = "spark-native"
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
     """The answer to one request (errors the user can act on become ``{"ok": false}``)."""
-    from pyspark.sql.types import StructType
-
     from storage_handler.spark.filter_json import decode_filters
     from storage_handler.spark.planning import configure, file_rows, list_files
-    from storage_handler.spark.table_props import identity_from_metadata
+    from storage_handler.spark.table_props import TableIdentity
 
     if request.get("op") != "scan":
         raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
-    schema = StructType.fromJson(json.loads(request["schema"]))
-    identity = identity_from_metadata([(f.name, f.metadata) for f in schema.fields])
+    contract.check_version(request)
+    contract.require(request, contract.SCAN_REQUEST, "scan request")
+    identity = TableIdentity.from_contract(request["table"])
     # a filter value this side cannot decode (a date beyond Python's years) only prunes less
-    filters = decode_filters(request.get("filters", []), on_undecodable=lambda e: log.warning(
+    filters = decode_filters(request["filters"], on_undecodable=lambda e: log.warning(
         "hsh prune service: filter left out of pruning (%s)", e))
     configured = configure(identity, filters)
-    result = list_files(configured, path=PATH, record=bool(request.get("record", True)))
-    return {"ok": True, "files": file_rows(identity.location, result.files), "metrics": result.metrics.as_dict()}
+    result = list_files(configured, path=PATH, record=bool(request["record"]))
+    return {"ok": True, "files": file_rows(identity.location, result.files),
+            "metrics": contract.answer_metrics(result.metrics.as_dict())}
 
 
 def serve(requests: IO[str], answers: IO[str]) -> None:

@@ -1,16 +1,16 @@
-"""The Spark data-source properties written on a registered HMS table, and how the data source reads them back.
+"""A registered table's identity, as the Spark read paths hand it around.
 
-Spark reads a Hive table whose parameters say ``spark.sql.sources.provider=hsh`` through our Python data source,
-while the storage descriptor stays Hive's Parquet one (so Hive and Trino still read the table natively).
+* :class:`TableIdentity` is the table the handler plans a scan of: ``db.table``, location, Hive-typed columns and
+  partition keys. The session extension sends it in the contract's ``table`` message
+  (:mod:`storage_handler.contract`), built from the catalog entry Spark resolved.
+* The explicit Python data source (``spark.read.format("hsh").load("db.t")``) learns its table from the schema its
+  ``schema()`` returned: Spark hands ``reader(schema)`` that schema, field metadata included, and nothing else
+  (a data source's options are not always passed on). So every field carries ``hsh.hive_type`` (the exact Hive type,
+  e.g. ``varchar(5)``) and ``hsh.partition`` (bool); the first field also ``hsh.table`` and ``hsh.location``.
 
-The trap: Spark hands a catalog table's data source *empty options* (not the table's OPTIONS, not its LOCATION).
-What does reach ``DataSource.reader(schema)`` is the field metadata inside ``spark.sql.sources.schema``. So the
-table's identity travels there: every field carries ``hsh.hive_type`` (the exact Hive type, e.g. ``varchar(5)``)
-and ``hsh.partition`` (bool); the first field also carries ``hsh.table`` and ``hsh.location``. The reader needs
-nothing else: files, partitions and the index pointer are read from storage, which is the truth.
-
-Partition columns are declared to Spark as ordinary trailing columns (the data source fills them in); Spark's own
-partition management never sees them, so it never tries to list partitions of a table it does not read itself.
+Nothing here is written into the metastore: a registered table stays a plain Hive Parquet table for every reader.
+Earlier versions wrote ``spark.sql.sources.provider=hsh`` and the schema above as table parameters, which broke
+every Spark session without this package; ``hsh sync`` removes them (:func:`metastore.table_spec.legacy_parameters`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from storage_handler import contract
 from storage_handler.errors import SchemaError
 from storage_handler.types import HiveType, parse_hive_type
 
-PROVIDER = "hsh"
-PROP_PROVIDER = "spark.sql.sources.provider"
-PROP_SCHEMA = "spark.sql.sources.schema"
-PROP_NUM_PARTS = "spark.sql.sources.schema.numParts"
-PROP_PART = "spark.sql.sources.schema.part.{}"
-MAX_PARAM_LENGTH = 4000  # HMS parameter values are capped at 4000 characters on several metastore databases
+PROVIDER = "hsh"  # the Python data source's short name: spark.read.format("hsh")
 
 MD_TABLE = "hsh.table"
 MD_LOCATION = "hsh.location"
@@ -72,23 +68,6 @@ def spark_schema_json(
     return json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
 
 
-def spark_table_properties(
-    table: str, location: str, columns: Sequence[tuple[str, HiveType]], partition_keys: Sequence[tuple[str, HiveType]]
-) -> dict[str, str]:
-    """Table parameters making Spark read the table through the ``hsh`` data source (schema split in parts)."""
-    schema = spark_schema_json(table, location, columns, partition_keys)
-    props = {PROP_PROVIDER: PROVIDER}
-    parts = [schema[i : i + MAX_PARAM_LENGTH] for i in range(0, len(schema), MAX_PARAM_LENGTH)]
-    props[PROP_NUM_PARTS] = str(len(parts))
-    for i, part in enumerate(parts):
-        props[PROP_PART.format(i)] = part
-    return props
-
-
-def is_spark_property(key: str) -> bool:
-    return key == PROP_PROVIDER or key.startswith(PROP_SCHEMA)
-
-
 @dataclass(frozen=True, slots=True)
 class TableIdentity:
     """What the data source learns about its table from the schema's field metadata."""
@@ -102,13 +81,33 @@ class TableIdentity:
     def schema(self) -> list[tuple[str, HiveType]]:
         return [*self.columns, *self.partition_keys]
 
+    def to_contract(self) -> dict[str, Any]:
+        """The contract's ``table`` message (what the session extension sends, and reads in ``read_table``)."""
+        message = {
+            "name": self.table, "location": self.location,
+            "columns": [[n, str(t)] for n, t in self.columns],
+            "partition_keys": [[n, str(t)] for n, t in self.partition_keys],
+        }
+        contract.require(message, contract.TABLE, "table message")
+        return message
+
+    @classmethod
+    def from_contract(cls, message: Mapping[str, Any]) -> TableIdentity:
+        """The table of a contract ``table`` message; column names lower-cased as Hive stores them."""
+        contract.require(message, contract.TABLE, "table message")
+
+        def pairs(key: str) -> tuple[tuple[str, HiveType], ...]:
+            return tuple((str(n).lower(), parse_hive_type(str(t))) for n, t in message[key])
+
+        return cls(str(message["name"]), str(message["location"]), pairs("columns"), pairs("partition_keys"))
+
 
 def identity_from_metadata(fields: Sequence[tuple[str, Mapping[str, Any]]]) -> TableIdentity:
     """Rebuild the table identity from (field name, field metadata) pairs, as ``reader(schema)`` receives them."""
     if not fields or MD_TABLE not in fields[0][1]:
         raise SchemaError(
-            "the hsh data source was used without table metadata: read tables registered with `hsh register` "
-            "through the catalog (spark.sql / spark.table), or use storage_handler.spark.read_table(...)"
+            "the hsh data source was given a schema without the handler's table metadata: load a registered table "
+            "by name, spark.read.format('hsh').load('db.table'), without .schema(...)"
         )
     first = fields[0][1]
     columns: list[tuple[str, HiveType]] = []

@@ -107,3 +107,13 @@ def test_two_folders_for_one_partition_are_refused_saying_why(tmp_path: Path, a:
         pq.write_table(pa.table({"x": [1]}), tmp_path / folder / "f.parquet")
     with pytest.raises(DatasetError, match=f"same Hive partition \\(.*{why}"):
         discover(str(tmp_path))
+
+
+def test_registered_table_is_a_plain_hive_table(hms, events_dataset: Path) -> None:
+    """No Spark provider or schema: every Spark session, with this package or without, reads it as Hive Parquet."""
+    name = parse_table_name("reg.plain")
+    apply_registration(hms, plan_registration(hms, name, str(events_dataset)))
+    table = hms.get_table(name.database, name.table)
+    assert not any(k.startswith("spark.sql.sources") for k in table.parameters), table.parameters
+    assert table.parameters["hsh.storage_handler"] == "storage_handler.handler.StorageHandler"
+    assert table.sd.inputFormat.endswith("MapredParquetInputFormat") and table.tableType == "EXTERNAL_TABLE"

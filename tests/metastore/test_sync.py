@@ -49,7 +49,7 @@ def test_new_partitions_and_columns_are_added(hms, small_table) -> None:
     table = hms.get_table(tn.database, tn.table)
     assert [(c.name, c.type) for c in table.sd.cols] == [("x", "bigint"), ("s", "string"), ("extra", "double")]
     assert "d=3" in hms.get_partition_names(tn.database, tn.table)
-    assert '"extra"' in table.parameters["spark.sql.sources.schema.part.0"]
+    assert not any(k.startswith("spark.sql.sources") for k in table.parameters)  # still a plain Hive table
     snapshot = load(table.sd.location)
     assert sorted(snapshot.table.column("path").to_pylist()) == ["d=1/a.parquet", "d=2/a.parquet", "d=3/a.parquet"]
     assert apply_sync(hms, plan_sync(hms, tn))["partitions_added"] == 0  # converged
@@ -133,3 +133,43 @@ def test_two_concurrent_syncs_lose_nothing(metastore_uri: str, hms, tmp_path: Pa
     paths = load(hms.get_table("sync", "conc").sd.location).table.column("path").to_pylist()
     assert sorted(paths) == sorted(f"k={k}/f.parquet" for k in range(121))
     assert any(json.loads(o)["locked"] for o, _ in outs)
+
+
+LEGACY = {"spark.sql.sources.provider": "hsh", "spark.sql.sources.schema.numParts": "1",
+          "spark.sql.sources.schema.part.0": '{"type":"struct","fields":[]}'}
+
+
+def _make_legacy(hms, tn) -> None:
+    """Put back what versions before 0.2 wrote on every registered table (a Spark provider and schema)."""
+    table = hms.get_table(tn.database, tn.table)
+    table.parameters.update(LEGACY)
+    hms.alter_table(table)
+
+
+def test_tables_registered_the_old_way_are_upgraded(metastore_uri: str, hms, small_table) -> None:
+    name, _root = small_table
+    tn = parse_table_name(name)
+    _make_legacy(hms, tn)
+    dry = json.loads(run_hsh("sync", name, "--dry-run", "--json", "--metastore", metastore_uri).stdout)
+    assert dry["parameters_to_remove"] == sorted(LEGACY)
+    assert LEGACY.items() <= hms.get_table(tn.database, tn.table).parameters.items()  # the dry run changed nothing
+    done = json.loads(run_hsh("sync", name, "--json", "--metastore", metastore_uri).stdout)
+    assert done["parameters_to_remove"] == sorted(LEGACY)
+    params = hms.get_table(tn.database, tn.table).parameters
+    assert not any(k.startswith("spark.sql.sources") for k in params) and "hsh.storage_handler" in params
+    again = json.loads(run_hsh("sync", name, "--json", "--metastore", metastore_uri).stdout)
+    assert again["parameters_to_remove"] == []  # idempotent
+
+
+def test_schema_spark_saved_itself_is_left_alone(hms, small_table) -> None:
+    """Plain Spark saves a Hive table's case-sensitive schema on its first read (no provider): that is Spark's."""
+    name, _root = small_table
+    tn = parse_table_name(name)
+    table = hms.get_table(tn.database, tn.table)
+    spark_own = {k: v for k, v in LEGACY.items() if k != "spark.sql.sources.provider"}
+    table.parameters.update(spark_own)
+    hms.alter_table(table)
+    plan = plan_sync(hms, tn)
+    assert plan.parameters_to_remove == ()
+    apply_sync(hms, plan)
+    assert spark_own.items() <= hms.get_table(tn.database, tn.table).parameters.items()

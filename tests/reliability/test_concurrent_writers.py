@@ -152,4 +152,4 @@ def test_index_refresh_racing_a_sync_keeps_the_new_column(hms, metastore_uri: st
     assert [c["name"] for c in json.loads(sync_out)["new_columns"]] == ["extra"]
     table = hms.get_table("conc", "race")
     assert [c.name for c in table.sd.cols] == ["v", "extra"]
-    assert '"extra"' in table.parameters["spark.sql.sources.schema.part.0"]
+    assert not any(k.startswith("spark.sql.sources") for k in table.parameters)  # a plain Hive table

@@ -115,17 +115,17 @@ def test_partition_values_come_back_typed(spark, typed: Path) -> None:
 
 
 def test_a_scan_that_cannot_be_planned_fails_naming_the_table(spark, metastore_uri: str, tmp_path: Path) -> None:
-    """A table whose location is not on the local file system: the error reaches the query, nothing is read."""
+    """A table whose location the handler cannot list (a file): the error reaches the query, nothing is read."""
     from metastore.client import MetastoreClient
 
     register_typed(tmp_path / "remote", metastore_uri, "native.remote", files_per_partition=1)
+    not_a_folder = tmp_path / "not-a-folder"
+    not_a_folder.write_text("x")
     with MetastoreClient(metastore_uri) as client:
         table = client.get_table("native", "remote")
-        part = table.parameters["spark.sql.sources.schema.part.0"]
-        location = json.loads(part)["fields"][0]["metadata"]["hsh.location"]
-        table.parameters["spark.sql.sources.schema.part.0"] = part.replace(location, "s3a://bucket/remote")
+        table.sd.location = str(not_a_folder)
         client.alter_table(table)
-    with pytest.raises(Exception, match=r"cannot plan the scan of native\.remote: .*s3a://bucket/remote"):
+    with pytest.raises(Exception, match=r"cannot plan the scan of native\.remote: .*not-a-folder.* is a file"):
         spark.sql("SELECT count(*) FROM native.remote WHERE c_bigint = 5").collect()
 
 
@@ -155,25 +155,31 @@ def test_size_estimate_is_what_the_query_reads(spark, typed: Path) -> None:
 
 # -------------------------------------------------------------------------------- the Python side, directly
 def test_prune_service_protocol(typed: Path) -> None:
+    from storage_handler.contract import VERSION
     from storage_handler.spark.prune_service import serve
-    from storage_handler.spark.table_props import spark_schema_json
+    from storage_handler.spark.table_props import TableIdentity
     from storage_handler.types import parse_hive_type
 
-    columns = [("c_bigint", parse_hive_type("bigint")), ("c_str", parse_hive_type("string"))]
-    keys = [("region", parse_hive_type("string")), ("bucket", parse_hive_type("int"))]
-    schema = spark_schema_json(TABLE, str(typed), columns, keys)
+    columns = (("c_bigint", parse_hive_type("bigint")), ("c_str", parse_hive_type("string")))
+    keys = (("region", parse_hive_type("string")), ("bucket", parse_hive_type("int")))
+    table = TableIdentity(TABLE, str(typed), columns, keys).to_contract()
+    scan = {"op": "scan", "contract": VERSION, "table": table, "record": False}
     requests = [
-        {"op": "scan", "schema": schema, "record": False,
-         "filters": [{"op": "Or", "left": {"op": "EqualTo", "attribute": "c_bigint", "value": {"t": "int", "v": 5}},
-                      "right": {"op": "IsNull", "attribute": "region"}}]},
-        {"op": "scan", "schema": schema, "record": False, "filters": [
+        {**scan, "filters": [{"op": "Or", "left": {"op": "EqualTo", "attribute": "c_bigint",
+                                                   "value": {"t": "int", "v": 5}},
+                              "right": {"op": "IsNull", "attribute": "region"}}]},
+        {**scan, "filters": [
             {"op": "Nope"}, {"op": "EqualTo", "attribute": "c_bigint", "value": {"t": "date", "v": "-0001-01-01"}}]},
-        {"op": "scan", "schema": schema, "filters": "c_bigint = 5"},
+        {**scan, "filters": "c_bigint = 5"},
         {"op": "drop"},
+        {**scan, "contract": VERSION - 1, "filters": []},
+        {"op": "scan", "contract": VERSION, "table": table, "filters": []},
+        {**scan, "table": {k: v for k, v in table.items() if k != "location"}, "filters": []},
     ]
     out = io.StringIO()
     serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
-    first, undecodable, bad, unknown = (json.loads(line) for line in out.getvalue().splitlines())
+    first, undecodable, bad, unknown, old, no_record, no_location = (
+        json.loads(line) for line in out.getvalue().splitlines())
     assert first["ok"] and first["metrics"]["files_kept"] == 5 and first["metrics"]["files_total"] == 12
     path, length, _mtime, partition = first["files"][0]
     assert path.startswith("file:///") and path.endswith(".parquet") and length > 0
@@ -182,11 +188,42 @@ def test_prune_service_protocol(typed: Path) -> None:
     assert undecodable["ok"] and undecodable["metrics"]["files_kept"] == 12
     assert not bad["ok"] and "must be a JSON list" in bad["error"]
     assert not unknown["ok"] and "drop" in unknown["error"]
+    # another contract version, or a field missing: one line naming what is wrong, never a guess
+    assert not old["ok"] and f"contract version {VERSION - 1}" in old["error"]
+    assert not no_record["ok"] and "lacks 'record'" in no_record["error"]
+    assert not no_location["ok"] and "lacks 'location'" in no_location["error"]
 
 
-def test_writes_are_refused_with_what_to_do_instead(spark, typed: Path) -> None:
-    with pytest.raises(Exception, match=r"read-only through Spark.*hsh sync"):
-        spark.sql(f"INSERT INTO {TABLE} SELECT * FROM {TABLE} LIMIT 1")
+def test_insert_into_works_and_new_rows_are_read_before_the_index_knows_them(spark, metastore_uri: str,
+                                                                             tmp_path: Path) -> None:
+    """A handler session writes through Spark's own Hive write path, as any session does; the new file is unknown
+    to the index, so it is kept (never pruned) until ``hsh index refresh`` indexes it."""
+    from metastore.client import MetastoreClient
+    from metastore.table_spec import parse_table_name
+    from storage_handler.meta_hook import IndexMetaHook
+
+    register_typed(tmp_path / "ins", metastore_uri, "native.ins", files_per_partition=1)
+    where = "c_bigint = 123456"  # outside every indexed file's range: only the new file can hold it
+    assert spark.sql(f"SELECT count(*) FROM native.ins WHERE {where}").collect()[0][0] == 0
+    before = last_scan_metrics("native.ins")
+    spark.sql("INSERT INTO native.ins PARTITION (region = 'eu', bucket = 2) "
+              "SELECT c_tiny, c_small, c_int, 123456, c_float, c_double, c_dec, c_str, c_bool, c_date, c_ts, c_bin "
+              "FROM native.ins WHERE c_bigint IS NOT NULL LIMIT 1")
+    assert spark.sql(f"SELECT count(*) FROM native.ins WHERE {where}").collect()[0][0] == 1
+    after = last_scan_metrics("native.ins")
+    assert after["files_total"] == before["files_total"] + 1 and after["files_kept"] == 1, after
+    assert after["files_without_stats"] == 1, after
+    # once indexed, the new file is pruned by its statistics like any other
+    name = parse_table_name("native.ins")
+    with MetastoreClient(metastore_uri) as client:
+        from metastore import hooked
+
+        hooked.refresh_table(client, name.database, name.table, IndexMetaHook())
+    assert spark.sql(f"SELECT count(*) FROM native.ins WHERE {where}").collect()[0][0] == 1
+    indexed = last_scan_metrics("native.ins")
+    assert indexed["files_without_stats"] == 0 and indexed["files_kept"] == 1, indexed
+    assert spark.sql("SELECT count(*) FROM native.ins WHERE c_bigint = -7").collect()[0][0] == 0
+    assert last_scan_metrics("native.ins")["files_kept"] == 0
 
 
 def test_prune_service_stdout_carries_only_answers() -> None:
@@ -232,18 +269,18 @@ def test_dates_and_timestamps_before_the_gregorian_switch(spark, metastore_uri: 
     # Spark's own row-group filter has the same calendar problem (plain Spark reads 0 rows for 1582-10-08): off
     # here, so that the counts show what the handler's pruning lets through
     spark.conf.set("spark.sql.parquet.filterPushdown", "false")
+    spark.read.format("hsh").option("metastore", metastore_uri).load("native.old").createOrReplaceTempView("old_ds")
     for native in ("true", "false"):  # the native scan, and the Python data source
-        spark.conf.set("spark.hsh.nativeScan", native)
+        source = "native.old" if native == "true" else "old_ds"
         try:
             for where, rows in queries:
-                count = spark.sql(f"SELECT count(*) FROM native.old WHERE {where}").collect()[0][0]
+                count = spark.sql(f"SELECT count(*) FROM {source} WHERE {where}").collect()[0][0]
                 metrics = last_scan_metrics("native.old")
                 # Spark hands the Python data source gap days as 1582-10-15: a filter on that day does not prune
                 lossy = native == "false" and any(f"1582-10-{day:02d}" in where for day in range(5, 16))
                 kept = len(days) if lossy else rows
                 assert (count, metrics["files_kept"]) == (rows, kept), (native, where, metrics)
         finally:
-            spark.conf.unset("spark.hsh.nativeScan")
             spark.conf.unset("spark.sql.parquet.filterPushdown")
 
 

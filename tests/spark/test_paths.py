@@ -33,19 +33,21 @@ def _oracle(spark, where: str) -> list[tuple]:
 
 
 @pytest.fixture(params=["spark-native", "spark-datasource"])
-def scan_path(request, spark) -> Iterator[str]:
-    """spark.sql through the session extension (Spark's native scan), or through the hsh Python data source."""
+def scan_path(request, spark, metastore_uri: str) -> Iterator[tuple[str, str]]:
+    """(path, what to query): the registered table through the session extension (Spark's native scan), or a view
+    over the explicit hsh Python data source, ``spark.read.format("hsh").load(table)``."""
     if request.param == "spark-datasource":
-        spark.conf.set("spark.hsh.nativeScan", "false")
-    try:
-        yield request.param
-    finally:
-        spark.conf.unset("spark.hsh.nativeScan")
+        spark.read.format("hsh").option("metastore", metastore_uri).load(TABLE).createOrReplaceTempView("typed_ds")
+        yield request.param, "typed_ds"
+    else:
+        yield request.param, TABLE
 
 
 @pytest.mark.parametrize(("where", "selective"), QUERIES, ids=[q for q, _ in QUERIES])
-def test_spark_sql_through_the_handler(spark, typed_table: str, scan_path: str, where: str, selective: bool) -> None:
-    got = _rows(spark.sql(f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}").collect())
+def test_spark_sql_through_the_handler(spark, typed_table: str, scan_path: tuple[str, str], where: str,
+                                       selective: bool) -> None:
+    scan_path, source = scan_path
+    got = _rows(spark.sql(f"SELECT {COLUMNS} FROM {source} WHERE {where}").collect())
     assert got == _oracle(spark, where)
     metrics = last_scan_metrics(TABLE)
     assert metrics is not None and metrics["path"] == scan_path

@@ -14,7 +14,7 @@ import scala.runtime.BoxedUnit;
 public final class HshExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
-    extensions.injectPostHocResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+    extensions.injectResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
       @Override
       public Rule<LogicalPlan> apply(SparkSession session) {
         return new NativeScanRule(session);

@@ -32,8 +32,8 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The file index of a registered table: Spark's native Parquet scan asks it for files and it answers with the
- * files the handler keeps ({@code list_status} on the Python side, over the same table identity the Python data
- * source uses: the schema's field metadata).
+ * files the handler keeps ({@code list_status} on the Python side, asked through the {@link Contract}'s scan
+ * request for the {@link HshTable}).
  *
  * <p>Pruning predicates are the ones Spark passes to {@link #listFiles} plus the full conditions of the query's
  * filter above the scan ({@link #withQueryFilters}): Spark splits its own arguments into partition-only and
@@ -50,40 +50,31 @@ public final class HshFileIndex implements FileIndex {
   private static final long BLOCK_SIZE = 128L * 1024 * 1024;
 
   private final transient SparkSession session;
-  private final String table;
-  private final String location;
-  private final StructType schema; // the catalog schema, field metadata included
-  private final StructType partitionSchema;
+  private final HshTable table;
   private final List<Expression> queryFilters;
   private final JsonNode fixedFiles; // files chosen before the query was built (read_table), else null
   private volatile Long sizeInBytes;
 
-  private HshFileIndex(SparkSession session, String table, String location, StructType schema,
-      StructType partitionSchema, List<Expression> queryFilters, JsonNode fixedFiles) {
+  private HshFileIndex(SparkSession session, HshTable table, List<Expression> queryFilters, JsonNode fixedFiles) {
     this.session = session;
     this.table = table;
-    this.location = location;
-    this.schema = schema;
-    this.partitionSchema = partitionSchema;
     this.queryFilters = List.copyOf(queryFilters);
     this.fixedFiles = fixedFiles;
   }
 
   /** The index of a table scanned by a query: it asks the prune service on every listing. */
-  static HshFileIndex pruning(SparkSession session, String table, String location, StructType schema,
-      StructType partitionSchema) {
-    return new HshFileIndex(session, table, location, schema, partitionSchema, List.of(), null);
+  static HshFileIndex pruning(SparkSession session, HshTable table) {
+    return new HshFileIndex(session, table, List.of(), null);
   }
 
   /** An index answering with {@code files} (a prune-service answer's list), whatever the filters. */
-  static HshFileIndex fixed(SparkSession session, String table, String location, StructType schema,
-      StructType partitionSchema, JsonNode files) {
-    return new HshFileIndex(session, table, location, schema, partitionSchema, List.of(), files);
+  static HshFileIndex fixed(SparkSession session, HshTable table, JsonNode files) {
+    return new HshFileIndex(session, table, List.of(), files);
   }
 
   /** This index pruning also by {@code filters} (conjuncts of the filter directly above the scan). */
   HshFileIndex withQueryFilters(List<Expression> filters) {
-    return new HshFileIndex(session, table, location, schema, partitionSchema, filters, fixedFiles);
+    return new HshFileIndex(session, table, filters, fixedFiles);
   }
 
   List<Expression> queryFilters() {
@@ -92,7 +83,7 @@ public final class HshFileIndex implements FileIndex {
 
   @Override
   public Seq<Path> rootPaths() {
-    return CollectionConverters.asScala(List.of(new Path(location))).toSeq();
+    return CollectionConverters.asScala(List.of(new Path(table.location))).toSeq();
   }
 
   @Override
@@ -104,24 +95,25 @@ public final class HshFileIndex implements FileIndex {
     for (Expression e : exact) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : CollectionConverters.asJava(dataFilters)) predicates.putIfAbsent(e.canonicalized(), e);
     JsonNode answer = scan(predicates.values(), true);
-    JsonNode m = answer.path("metrics");
-    LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, m.path("files_kept").asLong(),
-        m.path("files_total").asLong(), m.path("bytes_kept").asLong(), m.path("bytes_total").asLong(),
-        m.path("sarg").asText());
-    return keep(partitions(answer.path("files")), exact);
+    JsonNode m = Contract.answer(answer, "metrics", table.name);
+    LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, metric(m, "files_kept"),
+        metric(m, "files_total"), metric(m, "bytes_kept"), metric(m, "bytes_total"),
+        Contract.metric(m, "sarg", table.name).asText());
+    return keep(partitions(Contract.answer(answer, "files", table.name)), exact);
   }
 
   /** Spark re-applies no partition-only predicate to rows: the partitions listed must match exactly. */
   private Seq<PartitionDirectory> keep(List<PartitionDirectory> dirs, List<Expression> partitionFilters) {
-    return CollectionConverters.asScala(PartitionPredicate.matching(dirs, partitionFilters, partitionSchema))
+    return CollectionConverters.asScala(PartitionPredicate.matching(dirs, partitionFilters, table.partitionSchema))
         .toSeq();
   }
 
   @Override
   public String[] inputFiles() {
-    JsonNode files = fixedFiles != null ? fixedFiles : scan(List.of(), false).path("files");
+    JsonNode files = fixedFiles != null ? fixedFiles
+        : Contract.answer(scan(List.of(), false), "files", table.name);
     String[] paths = new String[files.size()];
-    for (int i = 0; i < paths.length; i++) paths[i] = files.get(i).get(0).asText();
+    for (int i = 0; i < paths.length; i++) paths[i] = Contract.fileField(files.get(i), "uri", table.name).asText();
     return paths;
   }
 
@@ -136,12 +128,12 @@ public final class HshFileIndex implements FileIndex {
     if (size == null) {
       if (fixedFiles != null) {
         long sum = 0;
-        for (JsonNode f : fixedFiles) sum += f.get(1).asLong();
+        for (JsonNode f : fixedFiles) sum += Contract.fileField(f, "bytes", table.name).asLong();
         size = sum;
       } else {
         // the bytes the query will read: with the query's filters attached, a selective scan of a big table
         // looks small to join planning (broadcast) as it will be; without filters, every file
-        size = scan(queryFilters, false).path("metrics").path("bytes_kept").asLong();
+        size = metric(Contract.answer(scan(queryFilters, false), "metrics", table.name), "bytes_kept");
       }
       sizeInBytes = size;
     }
@@ -150,27 +142,43 @@ public final class HshFileIndex implements FileIndex {
 
   @Override
   public StructType partitionSchema() {
-    return partitionSchema;
+    return table.partitionSchema;
+  }
+
+  private long metric(JsonNode metrics, String name) {
+    return Contract.metric(metrics, name, table.name).asLong();
+  }
+
+  /** The contract's scan request for {@code predicates} (public for the contract test). */
+  public static ObjectNode request(SparkSession session, HshTable table, Collection<Expression> predicates,
+      boolean record) {
+    ArrayNode filters = FilterJson.encodeAll(Prunable.of(session, table.partitionSchema, predicates));
+    ObjectNode request = JsonNodeFactory.instance.objectNode();
+    request.put(Contract.request("op"), "scan").put(Contract.request("contract"), Contract.VERSION)
+        .put(Contract.request("record"), record);
+    request.set(Contract.request("table"), table.toJson());
+    request.set(Contract.request("filters"), filters);
+    return request;
   }
 
   private JsonNode scan(Collection<Expression> predicates, boolean record) {
-    ArrayNode filters = FilterJson.encodeAll(Prunable.of(session, partitionSchema, predicates));
-    ObjectNode request = JsonNodeFactory.instance.objectNode();
-    request.put("op", "scan").put("schema", schema.json()).put("record", record).set("filters", filters);
-    return PruneService.call(session, request, table);
+    return PruneService.call(session, request(session, table, predicates, record), table.name);
   }
 
   /** The kept files grouped by partition, each partition's values cast from text like Spark's own listing does. */
   private List<PartitionDirectory> partitions(JsonNode files) {
     Map<List<String>, List<FileStatus>> groups = new LinkedHashMap<>();
+    StructType partitionSchema = table.partitionSchema;
     for (JsonNode f : files) {
       List<String> values = new ArrayList<>();
+      JsonNode partition = Contract.fileField(f, "partition_values", table.name);
       for (StructField field : partitionSchema.fields()) {
-        JsonNode v = f.get(3).get(field.name());
+        JsonNode v = partition.get(field.name());
         values.add(v == null || v.isNull() ? null : v.asText());
       }
-      FileStatus status = new FileStatus(f.get(1).asLong(), false, 1, BLOCK_SIZE, f.get(2).asLong(),
-          new Path(f.get(0).asText()));
+      FileStatus status = new FileStatus(Contract.fileField(f, "bytes", table.name).asLong(), false, 1, BLOCK_SIZE,
+          Contract.fileField(f, "mtime_ms", table.name).asLong(),
+          new Path(Contract.fileField(f, "uri", table.name).asText()));
       groups.computeIfAbsent(values, k -> new ArrayList<>()).add(status);
     }
     String zone = session.sessionState().conf().sessionLocalTimeZone();
@@ -192,13 +200,13 @@ public final class HshFileIndex implements FileIndex {
   public boolean equals(Object o) {
     if (!(o instanceof HshFileIndex)) return false;
     HshFileIndex other = (HshFileIndex) o;
-    return table.equals(other.table) && location.equals(other.location) && schema.equals(other.schema)
-        && queryFilters.equals(other.queryFilters) && Objects.equals(fixedFiles, other.fixedFiles);
+    return table.equals(other.table) && queryFilters.equals(other.queryFilters)
+        && Objects.equals(fixedFiles, other.fixedFiles);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(table, location, schema, queryFilters, fixedFiles);
+    return Objects.hash(table, queryFilters, fixedFiles);
   }
 
   @Override

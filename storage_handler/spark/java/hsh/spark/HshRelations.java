@@ -8,14 +8,14 @@ import java.util.List;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.catalog.HiveTableRelation;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
-import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
 import scala.collection.immutable.Map$;
@@ -27,35 +27,10 @@ public final class HshRelations {
 
   private HshRelations() {}
 
-  static boolean isPartition(StructField f) {
-    return f.metadata().contains("hsh.partition") && f.metadata().getBoolean("hsh.partition");
-  }
-
-  /** Data columns then partition columns, in the order {@link HadoopFsRelation#schema()} has them. */
-  static List<StructField> ordered(StructType schema) {
-    List<StructField> out = new ArrayList<>(List.of(dataSchema(schema).fields()));
-    out.addAll(List.of(partitionSchema(schema).fields()));
-    return out;
-  }
-
-  static HadoopFsRelation relation(SparkSession session, StructType schema, HshFileIndex index) {
+  static HadoopFsRelation relation(SparkSession session, HshTable table, HshFileIndex index) {
     scala.collection.immutable.Map<String, String> options = Map$.MODULE$.empty();
-    return new HadoopFsRelation(index, index.partitionSchema(), dataSchema(schema), Option.empty(),
+    return new HadoopFsRelation(index, table.partitionSchema, table.dataSchema, Option.empty(),
         new ParquetFileFormat(), options, session);
-  }
-
-  static StructType partitionSchema(StructType schema) {
-    return fields(schema, true);
-  }
-
-  private static StructType dataSchema(StructType schema) {
-    return fields(schema, false);
-  }
-
-  private static StructType fields(StructType schema, boolean partitions) {
-    List<StructField> out = new ArrayList<>();
-    for (StructField f : schema.fields()) if (isPartition(f) == partitions) out.add(f);
-    return new StructType(out.toArray(new StructField[0]));
   }
 
   /**
@@ -66,11 +41,27 @@ public final class HshRelations {
    */
   public static String filtersFor(SparkSession session, String table, String where) {
     Dataset<Row> df = session.table(table);
-    StructType partitions = partitionSchema(df.schema());
-    List<Expression> conjuncts = new ArrayList<>();
+    StructType partitions = partitionSchema(df.queryExecution().analyzed(), table);
+    return FilterJson.encodeAll(Prunable.of(session, partitions, conjuncts(df, where))).toString();
+  }
+
+  /** The conjuncts of {@code where} over {@code df}'s table, after Spark's optimizer. */
+  private static List<Expression> conjuncts(Dataset<Row> df, String where) {
+    List<Expression> out = new ArrayList<>();
     collectConditions(df.where(where).queryExecution().optimizedPlan(), df.queryExecution().analyzed().outputSet(),
-        conjuncts);
-    return FilterJson.encodeAll(Prunable.of(session, partitions, conjuncts)).toString();
+        out);
+    return out;
+  }
+
+  /** The partition columns of the table {@code plan} reads, from the relation Spark resolved it to. */
+  private static StructType partitionSchema(LogicalPlan plan, String table) {
+    for (LogicalPlan leaf : CollectionConverters.asJava(plan.collectLeaves())) {
+      if (leaf instanceof LogicalRelation && ((LogicalRelation) leaf).relation() instanceof HadoopFsRelation) {
+        return ((HadoopFsRelation) ((LogicalRelation) leaf).relation()).partitionSchema();
+      }
+      if (leaf instanceof HiveTableRelation) return ((HiveTableRelation) leaf).tableMeta().partitionSchema();
+    }
+    throw new IllegalStateException("hsh: " + table + " is not a Hive Parquet table this session can read");
   }
 
   /**
@@ -89,16 +80,35 @@ public final class HshRelations {
   }
 
   /**
-   * A relation over files the handler already chose (for {@code read_table}): {@code filesJson} is the
-   * {@code files} list of a prune-service answer. Spark neither lists nor stats them again.
+   * A relation over files the handler already chose (for {@code read_table}): {@code tableJson} is the contract's
+   * {@code table} message, {@code filesJson} the {@code files} list of a prune-service answer. Spark neither lists
+   * nor stats them again.
    */
-  public static HadoopFsRelation keptFiles(SparkSession session, String schemaJson, String filesJson)
+  public static HadoopFsRelation keptFiles(SparkSession session, String tableJson, String filesJson)
       throws IOException {
-    StructType schema = (StructType) DataType.fromJson(schemaJson);
-    JsonNode files = MAPPER.readTree(filesJson);
-    String table = schema.fields()[0].metadata().getString("hsh.table");
-    String location = schema.fields()[0].metadata().getString("hsh.location");
-    HshFileIndex index = HshFileIndex.fixed(session, table, location, schema, partitionSchema(schema), files);
-    return relation(session, schema, index);
+    HshTable table = HshTable.fromJson(tableJson);
+    return relation(session, table, HshFileIndex.fixed(session, table, MAPPER.readTree(filesJson)));
+  }
+
+  /** The contract's scan request for {@code table} filtered by {@code where} (for the contract test). */
+  public static String scanRequest(SparkSession session, String tableJson, String table, String where)
+      throws IOException {
+    return HshFileIndex.request(session, HshTable.fromJson(tableJson), conjuncts(session.table(table), where), false)
+        .toString();
+  }
+
+  /** Read an answer's kept files as the file index does (for the contract test): {@code [uri, bytes, mtime]}s. */
+  public static String readAnswer(String tableJson, String answerJson) throws IOException {
+    HshTable table = HshTable.fromJson(tableJson);
+    JsonNode answer = MAPPER.readTree(answerJson);
+    JsonNode metrics = Contract.answer(answer, "metrics", table.name);
+    com.fasterxml.jackson.databind.node.ArrayNode out = MAPPER.createArrayNode();
+    for (JsonNode f : Contract.answer(answer, "files", table.name)) {
+      out.addArray().add(Contract.fileField(f, "uri", table.name).asText())
+          .add(Contract.fileField(f, "bytes", table.name).asLong())
+          .add(Contract.fileField(f, "mtime_ms", table.name).asLong());
+    }
+    Contract.metric(metrics, "bytes_kept", table.name);
+    return out.toString();
   }
 }

@@ -27,8 +27,8 @@ import org.apache.spark.sql.SparkSession;
  * everything.
  */
 final class PruneService {
-  static final String PYTHON = "spark.hsh.python";
-  static final String PROCESSES = "spark.hsh.pruneService.processes";
+  static final String PYTHON = Contract.SETTING_PYTHON;
+  static final String PROCESSES = Contract.SETTING_PROCESSES;
   private static final int DEFAULT_PROCESSES = 4;
   private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final Map<String, PruneService> BY_PYTHON = new ConcurrentHashMap<>();
@@ -96,7 +96,7 @@ final class PruneService {
           process.stop(); // an answer that is not JSON leaves the stream out of step: start afresh
           continue;
         }
-        if (!answer.path("ok").asBoolean(false)) {
+        if (!Contract.answer(answer, "ok", table).asBoolean(false)) {
           throw new IllegalStateException("hsh: cannot plan the scan of " + table + ": "
               + answer.path("error").asText("no error message"));
         }

@@ -1,0 +1,94 @@
+package hsh.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The hand-off with the handler's Python side, loaded from {@code contract.json} (the same file the Python side
+ * loads; {@code storage_handler/contract.py} documents the messages). No name of it is spelled here by hand, and a
+ * field this side reads that an answer lacks fails the query naming the field (it never reads as 0).
+ */
+final class Contract {
+  private static final JsonNode DATA = load();
+  static final int VERSION = DATA.get("version").asInt();
+  static final String PARAM_HANDLER = text("table_parameters", "handler");
+  static final String SETTING_NATIVE_SCAN = text("settings", "native_scan");
+  static final String SETTING_PYTHON = text("settings", "python");
+  static final String SETTING_PROCESSES = text("settings", "processes");
+  private static final List<String> SCAN_REQUEST = names("scan_request");
+  private static final List<String> TABLE = names("table");
+  private static final List<String> ANSWER = names("answer");
+  private static final List<String> FILE_ROW = names("file_row");
+  private static final List<String> METRICS = names("metrics");
+
+  private Contract() {}
+
+  private static JsonNode load() {
+    try (InputStream in = Contract.class.getResourceAsStream("contract.json")) {
+      if (in == null) throw new IllegalStateException("hsh: contract.json is not on the class path next to "
+          + Contract.class.getName() + "; recompile the extension (storage_handler.spark.jvm)");
+      return new ObjectMapper().readTree(in);
+    } catch (IOException e) {
+      throw new IllegalStateException("hsh: cannot read contract.json", e);
+    }
+  }
+
+  private static String text(String group, String key) {
+    return DATA.get(group).get(key).asText();
+  }
+
+  private static List<String> names(String group) {
+    List<String> out = new ArrayList<>();
+    for (JsonNode n : DATA.get(group)) out.add(n.asText());
+    return List.copyOf(out);
+  }
+
+  private static String field(List<String> fields, String name) {
+    if (!fields.contains(name)) throw new IllegalArgumentException("hsh: contract.json has no field " + name);
+    return name;
+  }
+
+  /** A scan request's field name (checked against the contract). */
+  static String request(String name) {
+    return field(SCAN_REQUEST, name);
+  }
+
+  /** A table's field name (checked against the contract). */
+  static String table(String name) {
+    return field(TABLE, name);
+  }
+
+  /** The answer's {@code name} field; throws naming it when the answer lacks it. */
+  static JsonNode answer(JsonNode answer, String name, String table) {
+    return present(answer, field(ANSWER, name), "answer", table);
+  }
+
+  /** Field {@code name} of a kept-file row (rows are positional: the contract gives the position). */
+  static JsonNode fileField(JsonNode row, String name, String table) {
+    int i = FILE_ROW.indexOf(field(FILE_ROW, name));
+    JsonNode value = row.get(i);
+    if (value == null) throw missing("kept-file row " + row, name, table);
+    return value;
+  }
+
+  /** A metric of the answer; a missing one throws rather than reading as 0. */
+  static JsonNode metric(JsonNode metrics, String name, String table) {
+    return present(metrics, field(METRICS, name), "scan metrics", table);
+  }
+
+  private static JsonNode present(JsonNode node, String name, String what, String table) {
+    JsonNode value = node == null ? null : node.get(name);
+    if (value == null) throw missing(what, name, table);
+    return value;
+  }
+
+  private static IllegalStateException missing(String what, String name, String table) {
+    return new IllegalStateException("hsh: cannot plan the scan of " + table + ": the prune service's " + what
+        + " has no '" + name + "' (contract version " + VERSION + "): the Python package " + SETTING_PYTHON
+        + " names is another version than this extension; restart the driver so both match");
+  }
+}

@@ -1,0 +1,135 @@
+package hsh.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogUtils;
+import org.apache.spark.sql.catalyst.parser.CatalystSqlParser$;
+import org.apache.spark.sql.catalyst.util.CharVarcharUtils;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+
+/**
+ * A registered table as the handler names it: {@code db.table}, its location, its Hive-typed columns and partition
+ * keys, plus the Spark types Spark reads them as. The JSON form is the contract's {@code table} message.
+ *
+ * <p>A table is the handler's when its metastore parameters carry {@link Contract#PARAM_HANDLER}; nothing else of
+ * the table is ours, so every other reader sees a plain Hive Parquet table.
+ */
+final class HshTable {
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+  private static final String RAW_TYPE = "__CHAR_VARCHAR_TYPE_STRING"; // where Spark keeps a varchar(n)'s type
+
+  final String name;
+  final String location;
+  final StructType dataSchema;
+  final StructType partitionSchema;
+  private final List<String> dataTypes; // Hive types, by position
+  private final List<String> partitionTypes;
+
+  private HshTable(String name, String location, StructType dataSchema, List<String> dataTypes,
+      StructType partitionSchema, List<String> partitionTypes) {
+    this.name = name;
+    this.location = location;
+    this.dataSchema = dataSchema;
+    this.partitionSchema = partitionSchema;
+    this.dataTypes = List.copyOf(dataTypes);
+    this.partitionTypes = List.copyOf(partitionTypes);
+  }
+
+  static boolean isHandled(CatalogTable table) {
+    return table.properties().contains(Contract.PARAM_HANDLER);
+  }
+
+  /** The table of a catalog entry Spark resolved (its schema already has Spark's types). */
+  static HshTable of(CatalogTable table) {
+    String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
+    return new HshTable(db + "." + table.identifier().table(), CatalogUtils.URIToString(table.location()),
+        table.dataSchema(), hiveTypes(table.dataSchema()), table.partitionSchema(),
+        hiveTypes(table.partitionSchema()));
+  }
+
+  /** The table of a contract {@code table} message (from {@code read_table}): Spark types parsed as Spark does. */
+  static HshTable fromJson(String json) throws IOException {
+    JsonNode node = MAPPER.readTree(json);
+    List<String> dataTypes = new ArrayList<>();
+    List<String> partitionTypes = new ArrayList<>();
+    StructType data = schema(node.get(Contract.table("columns")), dataTypes);
+    StructType partitions = schema(node.get(Contract.table("partition_keys")), partitionTypes);
+    return new HshTable(node.get(Contract.table("name")).asText(), node.get(Contract.table("location")).asText(),
+        data, dataTypes, partitions, partitionTypes);
+  }
+
+  private static StructType schema(JsonNode pairs, List<String> hiveTypes) {
+    List<StructField> fields = new ArrayList<>();
+    for (JsonNode pair : pairs) {
+      String hiveType = pair.get(1).asText();
+      // HiveClientImpl's reading of a metastore column type: struct field names quoted, char/varchar as string
+      String quoted = hiveType.replaceAll("(?<=struct<|,)([^,<:]+)(?=:)", "`$1`");
+      DataType type = CharVarcharUtils.replaceCharVarcharWithString(
+          CatalystSqlParser$.MODULE$.parseDataType(quoted));
+      fields.add(new StructField(pair.get(0).asText(), type, true, org.apache.spark.sql.types.Metadata.empty()));
+      hiveTypes.add(hiveType);
+    }
+    return new StructType(fields.toArray(new StructField[0]));
+  }
+
+  private static List<String> hiveTypes(StructType schema) {
+    List<String> out = new ArrayList<>();
+    for (StructField f : schema.fields()) {
+      Option<String> raw = f.metadata().contains(RAW_TYPE) ? Option.apply(f.metadata().getString(RAW_TYPE))
+          : Option.empty();
+      out.add(raw.isDefined() ? raw.get() : f.dataType().catalogString());
+    }
+    return out;
+  }
+
+  /** Data columns then partition columns: the order of Spark's file relation and of the Hive relation's output. */
+  StructType schema() {
+    List<StructField> all = new ArrayList<>(List.of(dataSchema.fields()));
+    all.addAll(List.of(partitionSchema.fields()));
+    return new StructType(all.toArray(new StructField[0]));
+  }
+
+  ObjectNode toJson() {
+    ObjectNode node = JsonNodeFactory.instance.objectNode();
+    node.put(Contract.table("name"), name).put(Contract.table("location"), location);
+    node.set(Contract.table("columns"), pairs(dataSchema, dataTypes));
+    node.set(Contract.table("partition_keys"), pairs(partitionSchema, partitionTypes));
+    return node;
+  }
+
+  private static ArrayNode pairs(StructType schema, List<String> types) {
+    ArrayNode out = JsonNodeFactory.instance.arrayNode();
+    for (int i = 0; i < types.size(); i++) out.addArray().add(schema.fields()[i].name()).add(types.get(i));
+    return out;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (!(o instanceof HshTable)) return false;
+    HshTable other = (HshTable) o;
+    return name.equals(other.name) && location.equals(other.location) && dataSchema.equals(other.dataSchema)
+        && partitionSchema.equals(other.partitionSchema) && dataTypes.equals(other.dataTypes)
+        && partitionTypes.equals(other.partitionTypes);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(name, location, dataSchema, partitionSchema);
+  }
+
+  @Override
+  public String toString() {
+    return name;
+  }
+}
