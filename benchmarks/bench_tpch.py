@@ -6,14 +6,13 @@
 Every query runs through four paths over the *same* Parquet files:
 
   (a)  ``native``     Spark's own read of a plain Hive Parquet table (the folder registered a second time,
-                      without the handler's Spark data-source properties): Spark converts it to its vectorized
-                      Parquet reader, which still reads every file's footer and filters row groups itself.
-                      The baseline.
+                      without the handler's ``hsh.*`` parameters): Spark converts it to its vectorized Parquet
+                      reader, which still reads every file's footer and filters row groups itself. The baseline.
   (b)  ``spark.sql``  ``spark.sql`` over the registered table in a ``session()``, whose session extension
                       (``spark.sql.extensions=hsh.spark.HshExtensions``) has Spark's native Parquet scan read
                       the files the handler keeps (``HshFileIndex``).
-  (b2) ``python_ds``  the same SQL with ``spark.hsh.nativeScan=false`` set around the query: read through the
-                      ``hsh`` Python data source, the path of sessions without the extension.
+  (b2) ``python_ds``  the same SQL over a view of ``spark.read.format("hsh").load(table)``: the explicit ``hsh``
+                      Python data source, the pruning path of sessions without a JDK.
   (c)  ``read_table`` ``storage_handler.spark.read_table``: the handler picks the files, Spark's native reader
                       reads them.
 
@@ -36,8 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +50,7 @@ from tpch_data import INSTALL_HINT, TpchDataset, ensure_lineitem, tpchgen_execut
 DB = "tpch"
 TABLE = f"{DB}.lineitem"  # through the handler
 PLAIN = f"{DB}.lineitem_plain"  # the same folder as a plain Hive Parquet table
+PYTHON_DS_VIEW = "lineitem_hsh_ds"  # spark.read.format("hsh").load(TABLE)
 PATHS = ("native", "spark.sql", "python_ds", "read_table")
 HANDLER_PATHS = PATHS[1:]  # the paths compared against (a)
 PATH_LABELS = {
@@ -158,8 +157,8 @@ def register_tables(uri: str, ds: TpchDataset) -> None:
                 client.drop_table(db, table)  # metadata only: a previous run, perhaps of another scale
             apply_registration(client, plan_registration(client, parse_table_name(name), str(ds.path)))
         plain = client.get_table(DB, PLAIN.split(".")[1])
-        for key in [k for k in plain.parameters if k.startswith("spark.sql.sources")]:
-            del plain.parameters[key]  # without the provider Spark reads it as the Hive Parquet table it is
+        for key in [k for k in plain.parameters if k.startswith("hsh.")]:
+            del plain.parameters[key]  # not the handler's: the extension leaves it to Spark's own Hive read
         client.alter_table(plain)
 
 
@@ -182,28 +181,15 @@ def check_plans(spark: Any, paths: tuple[str, ...]) -> None:
                              f"{spark.conf.get('spark.sql.extensions', None)!r}, {NATIVE_SCAN_CONF}="
                              f"{spark.conf.get(NATIVE_SCAN_CONF, None)!r}); plan:\n{handler}")
     if "python_ds" in paths:
-        with python_data_source(spark):
-            handler = _plan(spark, sql.format(TABLE))
-        if "BatchScan hsh" not in handler or "HshFileIndex" in handler:
-            raise SystemExit(f"error: with {NATIVE_SCAN_CONF}=false {TABLE} is not read through the hsh data "
-                             f"source; plan:\n{handler}")
+        handler = _plan(spark, sql.format(python_data_source(spark)))
+        if "BatchScan" not in handler or "HshFileIndex" in handler:
+            raise SystemExit(f"error: {PYTHON_DS_VIEW} is not read through the hsh data source; plan:\n{handler}")
 
 
-@contextmanager
-def python_data_source(spark: Any) -> Iterator[None]:
-    """Within the block, ``spark.sql`` over a registered table goes through the ``hsh`` Python data source.
-
-    The setting is a runtime SQL conf the extension reads while planning, so it is set just around (b2)'s
-    queries and restored after, even when a query fails: left set, it would silently turn (b) into (b2)."""
-    previous = spark.conf.get(NATIVE_SCAN_CONF, None)
-    spark.conf.set(NATIVE_SCAN_CONF, "false")
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(NATIVE_SCAN_CONF)
-        else:  # e.g. a --conf value: keep it for the other paths
-            spark.conf.set(NATIVE_SCAN_CONF, previous)
+def python_data_source(spark: Any) -> str:
+    """A temporary view over ``spark.read.format("hsh").load(TABLE)`` (the explicit Python data source)."""
+    spark.read.format("hsh").load(TABLE).createOrReplaceTempView(PYTHON_DS_VIEW)
+    return PYTHON_DS_VIEW
 
 
 def _plan(spark: Any, sql: str) -> str:
@@ -221,11 +207,8 @@ def runner(spark: Any, path: str, query: Query) -> Callable[[], list[Any]]:
     if path == "spark.sql":
         return lambda: spark.sql(query.sql(TABLE)).collect()
     if path == "python_ds":
-        def via_python_data_source() -> list[Any]:
-            with python_data_source(spark):  # building the DataFrame plans it: the conf must be set before
-                return spark.sql(query.sql(TABLE)).collect()
-
-        return via_python_data_source
+        view = python_data_source(spark)
+        return lambda: spark.sql(query.sql(view)).collect()
     return lambda: read_table(spark, TABLE, where=query.where).selectExpr(*query.select).collect()
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from metastore.client import MetastoreClient
-from metastore.table_spec import PARAM_PREFIX, TableName, table_columns, table_partition_keys
+from metastore.table_spec import (
+    PARAM_PREFIX,
+    TableName,
+    legacy_parameters,
+    table_columns,
+    table_partition_keys,
+)
 
 
 def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
@@ -26,6 +32,8 @@ def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
         "handler": params.get(f"{PARAM_PREFIX}storage_handler"),
         **_index_info(table.sd.location, [k for k, _ in keys]),
         "handler_parameters": {k: v for k, v in sorted(params.items()) if k.startswith(PARAM_PREFIX)},
+        # written by versions before 0.2; they break Spark sessions without this package: `hsh sync` removes them
+        "legacy_parameters_to_remove": legacy_parameters(params),
     }
 
 

@@ -150,6 +150,8 @@ def test_tables_registered_the_old_way_are_upgraded(metastore_uri: str, hms, sma
     name, _root = small_table
     tn = parse_table_name(name)
     _make_legacy(hms, tn)
+    described = json.loads(run_hsh("describe", name, "--json", "--metastore", metastore_uri).stdout)
+    assert described["legacy_parameters_to_remove"] == sorted(LEGACY)
     dry = json.loads(run_hsh("sync", name, "--dry-run", "--json", "--metastore", metastore_uri).stdout)
     assert dry["parameters_to_remove"] == sorted(LEGACY)
     assert LEGACY.items() <= hms.get_table(tn.database, tn.table).parameters.items()  # the dry run changed nothing
@@ -159,6 +161,8 @@ def test_tables_registered_the_old_way_are_upgraded(metastore_uri: str, hms, sma
     assert not any(k.startswith("spark.sql.sources") for k in params) and "hsh.storage_handler" in params
     again = json.loads(run_hsh("sync", name, "--json", "--metastore", metastore_uri).stdout)
     assert again["parameters_to_remove"] == []  # idempotent
+    described = json.loads(run_hsh("describe", name, "--json", "--metastore", metastore_uri).stdout)
+    assert described["legacy_parameters_to_remove"] == []
 
 
 def test_schema_spark_saved_itself_is_left_alone(hms, small_table) -> None:
