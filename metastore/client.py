@@ -277,6 +277,11 @@ class MetastoreClient:
     def get_partitions(self, db: str, table: str) -> list[hms.Partition]:
         return self._call(f"partitions of {db}.{table}", lambda c: c.get_partitions(db, table, -1), idempotent=True)
 
+    def get_partitions_by_names(self, db: str, table: str, names: Sequence[str]) -> list[hms.Partition]:
+        """The partitions called ``names`` (``k=v/k2=v2``); names that do not exist are left out."""
+        return self._call(f"partitions of {db}.{table}",
+                          lambda c: c.get_partitions_by_names(db, table, list(names)), idempotent=True)
+
     def add_partitions(self, db: str, table: str, partitions: Sequence[hms.Partition]) -> None:
         """Add partitions that do not exist yet (``ifNotExists``): idempotent, so safely retried."""
         request = hms.AddPartitionsRequest(

@@ -12,12 +12,14 @@ from metastore.table_spec import (
     table_columns,
     table_partition_keys,
 )
+from storage_handler.catalog import unregistered_folders
 
 
 def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
     table = client.get_table(name.database, name.table)
     keys = table_partition_keys(table)
-    partitions = len(client.get_partition_names(name.database, name.table)) if keys else 0
+    names = client.get_partition_names(name.database, name.table) if keys else []
+    partitions = len(names)
     params = table.parameters or {}
     return {
         "table": str(name),
@@ -29,6 +31,8 @@ def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
         "columns": [{"name": n, "type": t} for n, t in table_columns(table)],
         "partition_keys": [{"name": n, "type": t} for n, t in keys],
         "partitions": partitions,
+        # folders under the table that hold files but are no registered partition: not read until `hsh sync`
+        "unregistered_partition_folders": len(unregistered_folders(table.sd.location, [k for k, _ in keys], names)),
         "handler": params.get(f"{PARAM_PREFIX}storage_handler"),
         **_index_info(table.sd.location, [k for k, _ in keys]),
         "handler_parameters": {k: v for k, v in sorted(params.items()) if k.startswith(PARAM_PREFIX)},

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from metastore.client import MetastoreClient
+from storage_handler.catalog.metastore_source import MetastorePartitions
 
 
 def create_table(client: MetastoreClient, table: Any, hook: Any) -> None:
@@ -62,5 +63,7 @@ def refresh_table(
         table = client.get_table(db, name)
         if change is not None:
             change(table)
+        if hasattr(hook, "partitions") and table.partitionKeys:  # index partitions registered elsewhere too
+            hook.partitions = MetastorePartitions.using(client, db, name, [k.name for k in table.partitionKeys])
         alter_table(client, table, hook)
     return table, locked

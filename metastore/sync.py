@@ -1,6 +1,8 @@
 """``hsh sync``: bring the metastore and the index in line with what is on storage.
 
-* new partition folders are added; vanished ones are dropped only with ``--drop-missing``;
+* new partition folders under the table folder are added; registered partitions whose location is gone are
+  dropped only with ``--drop-missing`` (a partition registered at its own location is left alone while that
+  location exists);
 * new columns found in the files are appended to the table schema;
 * the Spark provider and schema parameters that earlier versions wrote are removed (the table becomes a plain
   Hive Parquet table for every Spark session; see :func:`metastore.table_spec.legacy_parameters`);
@@ -16,6 +18,7 @@ sync interrupted by a metastore restart is finished by running it again.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +38,7 @@ from metastore.table_spec import (
 )
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
-from storage_handler.stats.listing import local_path
+from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION, local_path, partition_path
 from storage_handler.types import HiveType, parse_hive_type
 
 
@@ -68,12 +71,21 @@ def plan_sync(
     table = client.get_table(name.database, name.table)
     dataset = discover(local_path(table.sd.location), location=table.sd.location, progress=progress)
     new_columns = _schema_changes(name, table, dataset)
-    have = set(client.get_partition_names(name.database, name.table)) if dataset.partition_keys else set()
+    registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
+    have = {_name(table, p) for p in registered}
     on_storage = {dataset.partition_name(v): v for v in dataset.partitions}
     to_add = tuple(v for p, v in on_storage.items() if p not in have)
-    missing = tuple(sorted(have - on_storage.keys()))
+    # vanished: a registered partition whose own location is gone (one registered elsewhere is not missing
+    # just because the table folder has no k=v folder for it)
+    missing = tuple(sorted(_name(table, p) for p in registered if not os.path.isdir(local_path(p.sd.location))))
     return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing,
                     tuple(legacy_parameters(table.parameters)))
+
+
+def _name(table: Any, partition: Any) -> str:
+    """Hive's name of a registered partition (``k1=v1/k2=v2``, escaped; NULL as the default partition)."""
+    values = [None if v == HIVE_DEFAULT_PARTITION else v for v in partition.values]
+    return partition_path(list(zip([k.name for k in table.partitionKeys], values, strict=True)))
 
 
 def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tuple[str, HiveType], ...]:

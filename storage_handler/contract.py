@@ -10,7 +10,8 @@ A scan request (one JSON line)::
 
     {"op": "scan", "contract": <version>, "table": TABLE, "filters": [<filter_json>], "record": true}
     TABLE := {"name": "db.t", "location": "<as the metastore has it>",
-              "columns": [[NAME, HIVE_TYPE], ...], "partition_keys": [[NAME, HIVE_TYPE], ...]}
+              "columns": [[NAME, HIVE_TYPE], ...], "partition_keys": [[NAME, HIVE_TYPE], ...],
+              "metastore": "thrift://host:port" or null}   (where a partitioned table's partitions are listed)
 
 and its answer::
 

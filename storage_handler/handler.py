@@ -27,6 +27,8 @@ from typing import Any
 
 from metastore.table_spec import INPUT_FORMAT, OUTPUT_FORMAT, SERDE
 from storage_handler import job_conf as keys
+from storage_handler.catalog import PartitionSource
+from storage_handler.catalog.metastore_source import METASTORE_URIS
 from storage_handler.decode.hiveql import parse_filter
 from storage_handler.decode.to_sarg import DecomposedPredicate, decompose
 from storage_handler.expr import serde as expr_serde
@@ -71,6 +73,8 @@ class StorageHandler:
         job_properties.update(keys.table_properties(
             table_desc.name, table_desc.location, table_desc.columns, table_desc.partition_keys
         ))
+        if table_desc.metastore_uri:  # Hive's job configurations carry it too: partitions are listed there
+            job_properties[METASTORE_URIS] = table_desc.metastore_uri
         version = table_desc.parameters.get(keys.INDEX_VERSION)
         if version is not None:
             job_properties[keys.INDEX_VERSION] = version
@@ -115,10 +119,13 @@ class StorageHandler:
         return self.decompose_predicate(None, None, parse_filter(where, table_desc.schema))
 
 
-def list_status_for(table_desc: TableDesc, where: str | None = None) -> Any:
-    """Configure a read of ``table_desc`` with an optional HiveQL filter and run ``list_status`` (CLI helper)."""
+def list_status_for(table_desc: TableDesc, where: str | None = None, partitions: PartitionSource | None = None) -> Any:
+    """Configure a read of ``table_desc`` with an optional HiveQL filter and run ``list_status`` (CLI helper).
+
+    A partitioned table's partitions come from ``partitions`` if given, else from ``table_desc.metastore_uri``.
+    """
     handler = StorageHandler()
     pushed = handler.decompose_where(table_desc, where) if where else None
     props: dict[str, str] = {}
     handler.configure_input_job_properties(table_desc, props, pushed)
-    return handler.get_input_format_class()().list_status(props), props
+    return handler.get_input_format_class()().list_status(props, partitions), props

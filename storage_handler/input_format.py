@@ -4,11 +4,14 @@ It reads the job properties the handler's ``configure_input_job_properties`` wro
 ``columns``/``columns.types``, ``partition_columns``/``partition_columns.types``, the filter under
 ``sarg.pushdown`` / ``hive.io.filter.expr.serialized`` / ``hive.io.filter.text``).
 
-Truth comes from storage, not from the index:
+The table is what the metastore says (Hive's model), and its files are what storage says, never the index:
 
-1. **List** the real files (hidden names skipped). A file deleted since indexing is never returned.
-2. **Partition pruning** over the scan-file batch (``path``, ``size``, ``modification_time``,
-   ``partition_values``) with a selection vector, Delta-kernel style: data-column leaves are unknown here.
+1. **Partitions** (partitioned tables): the registered partitions' names come from the metastore the job
+   configuration names (``hive.metastore.uris``), or from the caller's :class:`~storage_handler.catalog.PartitionSource`;
+   the evaluator prunes them as one batch (data-column leaves unknown), and only the survivors' locations are
+   fetched. A folder nobody registered is not part of the table; a partition registered elsewhere is.
+2. **List** the real files of the surviving partitions (or of the table folder, unpartitioned), concurrently.
+   A file deleted since indexing is never returned.
 3. **Statistics pruning**: the index rows are aligned to the listing with one vectorized ``index_in`` on the path;
    a row counts only if size, mtime and change time (ctime) still match. A file the index does not know, or that
    changed since, has no statistics and is kept. Without an index the answer is the same, only less pruned.
@@ -25,6 +28,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.catalog import (
+    Partition,
+    PartitionSource,
+    index_prefixes,
+    list_partition_files,
+    prune_partition_names,
+)
+from storage_handler.catalog.metastore_source import partition_source
 from storage_handler.decode.serialized import decode_job_conf
 from storage_handler.job_conf import JobConf
 from storage_handler.pruning import PredicateEvaluator
@@ -35,6 +46,7 @@ from storage_handler.stats import load as load_index
 
 log = logging.getLogger(__name__)
 STATS_COLUMNS = ("num_records", "min_values", "max_values", "null_count")
+MAX_INDEX_PREFIXES = 256  # beyond this many kept partitions the filter costs more than reading the whole index
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +65,9 @@ class ScanMetrics:
 
     table: str
     sarg: str
-    files_total: int
+    partitions_total: int  # registered partitions (0 for an unpartitioned table)
+    partitions_kept: int  # those the query kept: only their files are listed
+    files_total: int  # files listed: those of the kept partitions (the others are never listed)
     bytes_total: int
     files_after_partitions: int
     bytes_after_partitions: int
@@ -61,6 +75,7 @@ class ScanMetrics:
     bytes_kept: int
     files_without_stats: int
     index_version: int | None
+    seconds_metastore: float
     seconds_listing: float
     seconds_partitions: float
     seconds_stats: float
@@ -115,28 +130,45 @@ def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]
 class ParquetInputFormat:
     """The Python side of ``MapredParquetInputFormat`` with file pruning (``list_status`` + ``get_splits``)."""
 
-    def list_status(self, job_conf: Mapping[str, str]) -> ListStatusResult:
+    def list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None = None) -> ListStatusResult:
+        """The files that may hold matching rows; ``partitions`` replaces the metastore of the job configuration."""
         conf = JobConf.from_properties(job_conf)
-        t0 = time.perf_counter()
-        files = list_data_files(conf.location, [k for k, _ in conf.partition_keys])
-        scan = scan_batch(files)
-        t1 = time.perf_counter()
         decoded = decode_job_conf(job_conf, [*conf.columns, *conf.partition_keys])
         sarg = decoded.sarg
-        sizes = scan.column("size")
-        if is_trivial(sarg):
-            selection = pa.array([True] * scan.num_rows, pa.bool_())
-            after_parts, evaluator, index_version, unknown = selection, None, None, scan.num_rows
-            t2 = t3 = time.perf_counter()
+        evaluator = None if is_trivial(sarg) else PredicateEvaluator(sarg, conf.columns, conf.partition_keys)
+        t0 = time.perf_counter()
+        keys = [k for k, _ in conf.partition_keys]
+        partitions_total = partitions_kept = 0
+        prefixes: list[str] | None = None  # read only these index rows (None: all)
+        if keys:
+            if partitions is not None:
+                partitions_total, kept_parts = _kept_partitions(partitions, evaluator, keys, conf.table)
+            else:
+                with partition_source(job_conf, conf.table, keys) as source:
+                    partitions_total, kept_parts = _kept_partitions(source, evaluator, keys, conf.table)
+            partitions_kept = len(kept_parts)
+            if partitions_kept < partitions_total and partitions_kept <= MAX_INDEX_PREFIXES:
+                prefixes = index_prefixes(conf.location, kept_parts)
+            t1 = time.perf_counter()
+            files = list_partition_files(conf.location, keys, kept_parts, table=conf.table)
         else:
-            evaluator = PredicateEvaluator(sarg, conf.columns, conf.partition_keys)
+            t1 = time.perf_counter()
+            files = list_data_files(conf.location, [])
+        scan = scan_batch(files)
+        t2 = time.perf_counter()
+        sizes = scan.column("size")
+        if evaluator is None:
+            selection = pa.array([True] * scan.num_rows, pa.bool_())
+            after_parts, index_version, unknown = selection, None, scan.num_rows
+            t3 = t4 = time.perf_counter()
+        else:
             after_parts = evaluator.eval(scan)
-            t2 = time.perf_counter()
-            snapshot = load_index(conf.location)
+            t3 = time.perf_counter()
+            snapshot = load_index(conf.location, prefixes)
             index_version = snapshot.version if snapshot else None
             scan, unknown = attach_stats(scan, snapshot.table if snapshot else None)
             selection = evaluator.eval(scan, after_parts)
-            t3 = time.perf_counter()
+            t4 = time.perf_counter()
         kept_idx = pc.indices_nonzero(selection).to_pylist()
         kept = tuple(
             FileStatus(files[i].path, files[i].size, files[i].mtime_ms, tuple(files[i].partition_values.items()))
@@ -144,12 +176,13 @@ class ParquetInputFormat:
         )
         metrics = ScanMetrics(
             table=conf.table, sarg=sarg.to_old_string(),
+            partitions_total=partitions_total, partitions_kept=partitions_kept,
             files_total=len(files), bytes_total=_sum(sizes),
             files_after_partitions=pc.sum(after_parts).as_py() or 0,
             bytes_after_partitions=_sum(pc.filter(sizes, after_parts)),
             files_kept=len(kept), bytes_kept=sum(f.length for f in kept),
             files_without_stats=unknown, index_version=index_version,
-            seconds_listing=t1 - t0, seconds_partitions=t2 - t1, seconds_stats=t3 - t2,
+            seconds_metastore=t1 - t0, seconds_listing=t2 - t1, seconds_partitions=t3 - t2, seconds_stats=t4 - t3,
         )
         log.info(
             "hsh scan %s: kept %d/%d files, %d/%d bytes (partitions kept %d files) for %s",
@@ -162,6 +195,13 @@ class ParquetInputFormat:
         """One split per kept file (Parquet files are read whole; row groups are pruned when reading)."""
         result = result or self.list_status(job_conf)
         return [Split(f.path, f.length, f.partition_values) for f in result.files]
+
+
+def _kept_partitions(source: PartitionSource, evaluator: PredicateEvaluator | None, keys: Sequence[str],
+                     table: str) -> tuple[int, list[Partition]]:
+    """How many partitions the table has, and the ones the query keeps (pruned by name before fetching them)."""
+    names = source.names()
+    return len(names), source.by_names(prune_partition_names(evaluator, names, keys, table))
 
 
 def pack_splits(

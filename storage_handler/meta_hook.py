@@ -18,10 +18,11 @@ import logging
 import shutil
 from typing import Any
 
+from storage_handler.catalog import PartitionSource, is_under, list_partition_files
 from storage_handler.contract import PARAM_INDEX_VERSION
 from storage_handler.stats import StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
-from storage_handler.stats.listing import local_path
+from storage_handler.stats.listing import DataFile, list_data_files, local_path
 from storage_handler.table_desc import TableDesc
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,10 @@ class IndexMetaHook:
         self.storage_root = storage_root
         self._created_index: set[str] = set()
         self.last_diff: Any = None
+        # The table's registered partitions, when the caller has a metastore at hand: files of partitions
+        # registered outside the table folder are then indexed too (by absolute path). Without it, only the
+        # table folder is walked (at create time no partition is registered yet).
+        self.partitions: PartitionSource | None = None
 
     # -- create
     def pre_create_table(self, table: Any) -> None:
@@ -84,12 +89,21 @@ class IndexMetaHook:
     def rollback_alter_table(self, table: Any) -> None:
         """Nothing to undo: a newer index version describes the same files, only better."""
 
+    def _files(self, desc: TableDesc, keys: list[str]) -> list[DataFile] | None:
+        """The table folder's files plus those of partitions registered outside it (None: walk the folder)."""
+        if self.partitions is None or not keys:
+            return None
+        root = self._root(desc)
+        outside = [p for p in self.partitions.by_names(self.partitions.names()) if not is_under(root, p.location)]
+        return list_data_files(root, keys) + list_partition_files(root, keys, outside, table=desc.name)
+
     def _root(self, desc: TableDesc) -> str:
         return self.storage_root or desc.location
 
     def _refresh(self, desc: TableDesc) -> int:
+        keys = [k for k, _ in desc.partition_keys]
         version, diff = update_index(
-            self._root(desc), desc.columns, partition_columns=[k for k, _ in desc.partition_keys],
+            self._root(desc), desc.columns, self._files(desc, keys), partition_columns=keys,
             options=StatsOptions.for_table(desc.parameters), show_progress=self.show_progress,
         )
         self.last_diff = diff

@@ -18,18 +18,21 @@ class TableDesc:
     columns: tuple[tuple[str, HiveType], ...]
     partition_keys: tuple[tuple[str, HiveType], ...] = ()
     parameters: Mapping[str, str] = field(default_factory=dict)
+    #: the metastore the table was read from: a partitioned table's partitions are listed there at read time
+    metastore_uri: str | None = None
 
     @property
     def schema(self) -> list[tuple[str, HiveType]]:
         return [*self.columns, *self.partition_keys]
 
     @classmethod
-    def from_hms(cls, table: Any) -> TableDesc:
-        """From a Thrift ``Table`` (``hmsclient`` types)."""
+    def from_hms(cls, table: Any, metastore_uri: str | None = None) -> TableDesc:
+        """From a Thrift ``Table`` (``hmsclient`` types) read from the metastore at ``metastore_uri``."""
         return cls(
             name=f"{table.dbName}.{table.tableName}",
             location=table.sd.location,
             columns=tuple((c.name.lower(), parse_hive_type(c.type)) for c in table.sd.cols),
             partition_keys=tuple((c.name.lower(), parse_hive_type(c.type)) for c in (table.partitionKeys or [])),
             parameters=dict(table.parameters or {}),
+            metastore_uri=metastore_uri,
         )

@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from storage_handler.catalog import StaticPartitions
 
 
 def run_hsh(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -13,3 +19,19 @@ def run_hsh(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
         [sys.executable, "-m", "storage_handler.cli.main", *args],
         capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
     )
+
+
+def folder_partitions(location: str | Path, keys: Sequence[str]) -> StaticPartitions:
+    """The ``k=v`` folders under ``location`` as a partition source: for tests whose datasets are in no metastore
+    (a real read lists the metastore's partitions instead; a folder nobody registered is not part of a table)."""
+    from storage_handler.catalog import Partition, StaticPartitions
+    from storage_handler.stats.listing import list_data_files, local_path, partition_path
+
+    root = local_path(str(location)).rstrip("/")
+    seen: dict[str, Partition] = {}
+    for f in list_data_files(str(location), list(keys)):
+        values = tuple(f.partition_values.get(k.lower()) for k in keys)
+        folder = f.path.rsplit("/", 1)[0]
+        name = partition_path(list(zip(keys, values, strict=True)))
+        seen.setdefault(name, Partition(name, values, f"{root}/{folder}"))
+    return StaticPartitions(tuple(seen.values()))

@@ -49,7 +49,7 @@ def table_desc(args: argparse.Namespace, name_text: str) -> Any:
 
     name = parse_table_name(name_text)
     with MetastoreClient(metastore_uri(args)) as client:
-        return TableDesc.from_hms(client.get_table(name.database, name.table))
+        return TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
 
 
 def _scan(args: argparse.Namespace) -> int:

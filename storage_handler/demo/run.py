@@ -30,9 +30,9 @@ def say_pruning(label: str) -> None:
     if m is None:
         say(f"    {label}: no scan was recorded")
         return
-    say(f"    {label} read {m['files_kept']} of {m['files_total']} files ({m['bytes_kept']:,} of "
-        f"{m['bytes_total']:,} bytes): the dt partitions kept {m['files_after_partitions']}, the event_id "
-        f"statistics {m['files_kept']} [{m['path']}]")
+    say(f"    {label} read {m['files_kept']} files ({m['bytes_kept']:,} bytes): the metastore's dt partitions "
+        f"kept {m['partitions_kept']} of {m['partitions_total']}, whose {m['files_total']} files were listed "
+        f"({m['bytes_total']:,} bytes), and the event_id statistics kept {m['files_kept']} [{m['path']}]")
 
 
 def run_demo(home: Path | None = None) -> int:

@@ -71,9 +71,9 @@ class HshDataSource(DataSource):
             )
         name = parse_table_name(table)
         with MetastoreClient(resolve_metastore_uri(self.options.get("metastore"))) as client:
-            desc = TableDesc.from_hms(client.get_table(name.database, name.table))
+            desc = TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
         return StructType.fromJson(json.loads(
-            spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys)))
+            spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if _pushdown_disabled():

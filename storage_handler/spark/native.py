@@ -44,7 +44,7 @@ def load_table_desc(spark: SparkSession, table: str) -> TableDesc:
 
     name = parse_table_name(table)
     with MetastoreClient(_metastore_uri(spark)) as client:
-        return TableDesc.from_hms(client.get_table(name.database, name.table))
+        return TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
 
 
 @contextmanager
@@ -116,7 +116,7 @@ def _plan_with_spark(spark: SparkSession, factory: Any, desc: TableDesc, table: 
     nodes = json.loads(factory.filtersFor(spark._jsparkSession, table, where)) if where else []
     filters = decode_filters(nodes, on_undecodable=lambda e: log.warning("read_table: filter left out of pruning "
                                                                          "(%s)", e))
-    identity = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys)
+    identity = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri)
     configured = configure(identity, filters)
     return list_files(configured, path="read_table", record=False), list(configured.pushed_filters)
 
@@ -150,26 +150,52 @@ def _over_kept_files(spark: SparkSession, factory: Any, desc: TableDesc, files: 
     from storage_handler.spark.planning import file_rows
     from storage_handler.spark.table_props import TableIdentity
 
-    table = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys).to_contract()
+    table = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys,
+                          desc.metastore_uri).to_contract()
     relation = factory.keptFiles(spark._jsparkSession, json.dumps(table), json.dumps(file_rows(desc.location, files)))
     return DataFrame(spark._jsparkSession.baseRelationToDataFrame(relation), spark)
 
 
 def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus]) -> DataFrame:
-    """Without the extension: ``spark.read.parquet`` over the kept files' paths (Spark stats each one)."""
+    """Without the extension: ``spark.read.parquet`` over the kept files' paths (Spark stats each one).
+
+    Files under the table folder are read in one go, their partition values parsed by Spark from the ``k=v``
+    folders below ``basePath``. A partition registered elsewhere has no such folders: its files are read on their
+    own, with the metastore's values as typed literals, and unioned in.
+    """
+    from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    schema = StructType.fromJson({"type": "struct", "fields": [
-        {"name": n, "type": spark_type_json(t), "nullable": True, "metadata": {}} for n, t in desc.schema
-    ]})
-    if not files:
-        return spark.createDataFrame([], schema)
-    from storage_handler.spark.planning import file_rows
+    from storage_handler.catalog import absolute_path
 
-    paths = [row[0] for row in file_rows(desc.location, files)]
+    def struct(pairs: Sequence[tuple[str, Any]]) -> StructType:
+        return StructType.fromJson({"type": "struct", "fields": [
+            {"name": n, "type": spark_type_json(t), "nullable": True, "metadata": {}} for n, t in pairs]})
+
+    schema = struct(desc.schema)
+    inside = [f for f in files if not f.path.startswith("/")]
+    outside = [f for f in files if f.path.startswith("/")]
+    frames = []
     root = "file://" + local_path(desc.location).rstrip("/")
-    with _serial_listing(spark, len(paths)):
-        return spark.read.schema(schema).option("basePath", root).parquet(*paths)
+    if inside:
+        paths = [f"{root}/{f.path}" for f in inside]
+        with _serial_listing(spark, len(paths)):
+            frames.append(spark.read.schema(schema).option("basePath", root).parquet(*paths))
+    groups: dict[tuple[tuple[str, str | None], ...], list[str]] = {}
+    for f in outside:
+        groups.setdefault(f.partition_values, []).append("file://" + absolute_path(desc.location, f.path))
+    for values, paths in groups.items():
+        by_key = dict(values)
+        with _serial_listing(spark, len(paths)):
+            df = spark.read.schema(struct(desc.columns)).parquet(*paths)
+        frames.append(df.select(*df.columns, *[
+            F.lit(by_key.get(k)).cast(schema[k].dataType).alias(k) for k, _ in desc.partition_keys]))
+    if not frames:
+        return spark.createDataFrame([], schema)
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
 
 
 def explain_json(spark: SparkSession, table: str, where: str | None = None) -> str:

@@ -30,6 +30,7 @@ MD_TABLE = "hsh.table"
 MD_LOCATION = "hsh.location"
 MD_HIVE_TYPE = "hsh.hive_type"
 MD_PARTITION = "hsh.partition"
+MD_METASTORE = "hsh.metastore"
 
 _SIMPLE = {
     "tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long", "float": "float",
@@ -57,13 +58,14 @@ def spark_type_json(t: HiveType) -> Any:
 
 
 def spark_schema_json(
-    table: str, location: str, columns: Sequence[tuple[str, HiveType]], partition_keys: Sequence[tuple[str, HiveType]]
+    table: str, location: str, columns: Sequence[tuple[str, HiveType]], partition_keys: Sequence[tuple[str, HiveType]],
+    metastore_uri: str | None = None,
 ) -> str:
     fields = []
     for i, (name, t) in enumerate([*columns, *partition_keys]):
         metadata: dict[str, Any] = {MD_HIVE_TYPE: str(t), MD_PARTITION: i >= len(columns)}
         if i == 0:
-            metadata.update({MD_TABLE: table, MD_LOCATION: location})
+            metadata.update({MD_TABLE: table, MD_LOCATION: location, MD_METASTORE: metastore_uri})
         fields.append({"name": name, "type": spark_type_json(t), "nullable": True, "metadata": metadata})
     return json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
 
@@ -76,6 +78,7 @@ class TableIdentity:
     location: str
     columns: tuple[tuple[str, HiveType], ...]
     partition_keys: tuple[tuple[str, HiveType], ...]
+    metastore_uri: str | None = None  # where a partitioned table's partitions are listed at read time
 
     @property
     def schema(self) -> list[tuple[str, HiveType]]:
@@ -87,6 +90,7 @@ class TableIdentity:
             "name": self.table, "location": self.location,
             "columns": [[n, str(t)] for n, t in self.columns],
             "partition_keys": [[n, str(t)] for n, t in self.partition_keys],
+            "metastore": self.metastore_uri,
         }
         contract.require(message, contract.TABLE, "table message")
         return message
@@ -99,7 +103,9 @@ class TableIdentity:
         def pairs(key: str) -> tuple[tuple[str, HiveType], ...]:
             return tuple((str(n).lower(), parse_hive_type(str(t))) for n, t in message[key])
 
-        return cls(str(message["name"]), str(message["location"]), pairs("columns"), pairs("partition_keys"))
+        metastore = message["metastore"]
+        return cls(str(message["name"]), str(message["location"]), pairs("columns"), pairs("partition_keys"),
+                   str(metastore) if metastore else None)
 
 
 def identity_from_metadata(fields: Sequence[tuple[str, Mapping[str, Any]]]) -> TableIdentity:
@@ -115,4 +121,4 @@ def identity_from_metadata(fields: Sequence[tuple[str, Mapping[str, Any]]]) -> T
     for name, md in fields:
         t = parse_hive_type(md[MD_HIVE_TYPE])
         (keys if md.get(MD_PARTITION) else columns).append((name.lower(), t))
-    return TableIdentity(first[MD_TABLE], first[MD_LOCATION], tuple(columns), tuple(keys))
+    return TableIdentity(first[MD_TABLE], first[MD_LOCATION], tuple(columns), tuple(keys), first.get(MD_METASTORE))

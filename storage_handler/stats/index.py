@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from storage_handler.errors import SchemaError, StatsIndexError
 from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
-from storage_handler.stats.listing import DataFile, local_path
+from storage_handler.stats.listing import DataFile, absolute_path, local_path
 from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow, parse_hive_type
 
 ProgressCallback = Callable[[int, int], None]  # (files done, files total)
@@ -41,7 +41,8 @@ FORMAT_KEY = b"hsh.index.format"
 FORMAT_VERSION = b"1"
 OPTIONS_KEY = b"hsh.index.options"  # the StatsOptions the footers were read with (JSON)
 PARTITION_TYPE = pa.map_(pa.string(), pa.string())
-_UNSAFE_PATH = r"^$|^/|/$|//|(^|/)\.\.?(/|$)|\\|\x00"
+# relative paths inside the table, or the absolute path of a file in a partition registered outside it
+_UNSAFE_PATH = r"^$|/$|//|(^|/)\.\.?(/|$)|\\|\x00"
 
 
 def indexed_columns(columns: Iterable[tuple[str, HiveType]]) -> tuple[tuple[str, HiveType], ...]:
@@ -137,9 +138,12 @@ def stats_table(
 
 
 def unsafe_paths(paths: pa.Array | pa.ChunkedArray, limit: int = 3) -> list[str | None]:
-    """Up to ``limit`` paths that are not plain relative paths inside the table location (vectorized check).
+    """Up to ``limit`` paths that are neither plain relative paths inside the table location nor plain absolute
+    paths (a file of a partition registered outside the table folder); vectorized.
 
-    Refused: null, empty, absolute, ``.``/``..`` segments, empty segments, trailing ``/``, backslashes, NUL.
+    Refused: null, empty, ``.``/``..`` segments, empty segments, trailing ``/``, backslashes, NUL. An index row is
+    only ever *matched* against a file that ``list_status`` listed under a registered partition's location; it
+    never makes a reader open a path of its own.
     """
     bad = pc.or_kleene(pc.is_null(paths), pc.match_substring_regex(paths, _UNSAFE_PATH))
     bad = pc.fill_null(bad, True)
@@ -159,8 +163,9 @@ def check_files(files: Sequence[DataFile]) -> None:
     bad = unsafe_paths(pa.array([f.path for f in files], pa.string()))
     if bad:
         raise StatsIndexError(
-            f"data file paths {bad!r} are not relative paths inside the table location; list files with "
-            "storage_handler.stats.listing.list_data_files"
+            f"data file paths {bad!r} are neither relative paths inside the table location nor plain absolute "
+            "paths; list files with storage_handler.stats.listing.list_data_files or "
+            "storage_handler.catalog.list_partition_files"
         )
     if len({f.path for f in files}) != len(files):
         raise StatsIndexError("the data file list names the same path twice; pass each file once")
@@ -177,7 +182,7 @@ def read_many(
     show_progress: bool | None = None,
 ) -> list[FileStats]:
     """Read many footers in parallel (threads: footer reads are I/O and pyarrow releases the GIL)."""
-    root = local_path(table_location)
+    local_path(table_location)  # refuse a location this machine cannot read before starting any thread
     total = len(files)
     results: list[FileStats | None] = [None] * total
     if total == 0:
@@ -188,7 +193,7 @@ def read_many(
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-footer") as pool:
             futures = {
-                pool.submit(read_file_stats, os.path.join(root, *f.path.split("/")), columns, options): i
+                pool.submit(read_file_stats, absolute_path(table_location, f.path), columns, options): i
                 for i, f in enumerate(files)
             }
             for done, future in enumerate(as_completed(futures), start=1):

@@ -120,6 +120,14 @@ def local_path(table_location: str) -> str:
     return os.path.abspath(table_location)
 
 
+def absolute_path(table_location: str, path: str) -> str:
+    """The local path of a table's file: ``path`` is relative to the table folder, or absolute (a file of a
+    partition registered outside it)."""
+    if path.startswith("/"):
+        return path
+    return os.path.join(local_path(table_location), *path.split("/"))
+
+
 def is_hidden(name: str) -> bool:
     """Hive/Spark hide names starting with ``_`` or ``.`` (markers, checksums, our ``_hsh_index``)."""
     return name.startswith(("_", "."))

@@ -18,8 +18,10 @@ Why this shape:
   so the check and the switch are atomic across processes; a writer whose base moved gets ``IndexConflictError``
   and re-applies its change on the new version (``refresh.commit_with_retry``). Readers never lock.
   ``flock`` is reliable on local file systems (the only ones supported now), not on every NFS.
-* Safety of readers: ``load`` validates the pointer, the snapshot's schema, and every path (relative, no ``..``),
-  because an index must never make a reader open files outside the table.
+* Safety of readers: ``load`` validates the pointer, the snapshot's schema, and every path (relative without
+  ``..``, or a plain absolute path for a partition registered outside the table folder). An index row is only
+  matched against files ``list_status`` listed under registered partitions' locations, so it can never make a
+  reader open a file of its own choosing.
 * Garbage collection after each commit keeps the current snapshot and the ``keep - 1`` newest older ones, so a
   reader that just read ``CURRENT`` still finds its snapshot; ``load`` also re-reads ``CURRENT`` if it lost that race.
 """
@@ -35,7 +37,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -53,6 +55,7 @@ POINTER = "CURRENT"
 LOCK = "LOCK"
 SNAPSHOTS = "snapshots"
 DEFAULT_KEEP = 5
+ROW_GROUP_ROWS = 4096  # index rows per row group: the unit a partition-pruned query reads (see load)
 _SNAPSHOT_NAME = re.compile(r"v(\d{8,})-([0-9a-f]{32})\.parquet")
 _STALE_TEMP_SECONDS = 3600.0
 
@@ -90,8 +93,13 @@ def current_version(table_location: str) -> int | None:
     return None if pointer is None else pointer[0]
 
 
-def load(table_location: str) -> IndexSnapshot | None:
+def load(table_location: str, prefixes: Sequence[str] | None = None) -> IndexSnapshot | None:
     """The current index snapshot, validated; None when the table has no index yet.
+
+    With ``prefixes`` (folder paths ending in ``/``, as the index names files: relative to the table, or absolute),
+    only the rows of files directly or indirectly under them are read. Snapshots are written sorted by path in
+    row groups of :data:`ROW_GROUP_ROWS`, so Parquet's own row-group statistics skip the rest: a query keeping one
+    partition of a big table reads about one row group of its index, not the whole index.
 
     Raises StatsIndexError when the pointer or snapshot is corrupt or the index names unsafe paths.
     """
@@ -103,7 +111,7 @@ def load(table_location: str) -> IndexSnapshot | None:
         version, rel = pointer
         path = os.path.join(folder, *rel.split("/"))
         try:
-            table = pq.read_table(path)
+            table = pq.read_table(path, filters=_under(prefixes))
         except FileNotFoundError:
             time.sleep(0.01)  # a concurrent commit may have switched and collected it: read the pointer again
             continue
@@ -118,6 +126,24 @@ def load(table_location: str) -> IndexSnapshot | None:
         f"stats index of {table_location!r}: {POINTER} names a snapshot that does not exist; "
         f"delete {folder} and rebuild the index"
     )
+
+
+def _under(prefixes: Sequence[str] | None) -> pc.Expression | None:
+    """A filter keeping paths that start with one of ``prefixes`` (each ends in ``/``); None keeps every row.
+
+    ``p/`` .. ``p0`` is exactly the range of strings starting with ``p/`` (``0`` follows ``/``), a form Parquet's
+    min/max statistics can decide per row group.
+    """
+    if prefixes is None:
+        return None
+    if not prefixes:
+        return pc.scalar(False)
+    path = pc.field("path")
+    ranges = [(path >= p) & (path < p[:-1] + "0") for p in prefixes]
+    expr = ranges[0]
+    for r in ranges[1:]:
+        expr = expr | r
+    return expr
 
 
 def validate_table(
@@ -155,7 +181,8 @@ def validate_table(
     if bad:
         raise StatsIndexError(
             f"stats index of {table_location!r} refers to paths outside the table location: {bad!r}; "
-            "refusing to use it (an index must only name files inside the table); rebuild the index"
+            "refusing to use it (an index names files relative to the table, or by plain absolute paths for "
+            "partitions registered elsewhere); rebuild the index"
         )
     if pc.count_distinct(table.column("path")).as_py() != table.num_rows:
         raise StatsIndexError(f"stats index of {table_location!r} lists a path twice; rebuild the index")
@@ -190,7 +217,7 @@ def _commit(
     temp = os.path.join(snap_dir, f".tmp-{token}.parquet")
     try:
         with open(temp, "wb") as fh:
-            pq.write_table(_drop_empty_structs(table), fh)
+            pq.write_table(_drop_empty_structs(table.sort_by("path")), fh, row_group_size=ROW_GROUP_ROWS)
             fh.flush()
             os.fsync(fh.fileno())
         with _exclusive_lock(folder, lock_timeout, table_location):
@@ -229,6 +256,10 @@ def _read_pointer(folder: str, table_location: str) -> tuple[int, str] | None:
             raw = fh.read(65536)
     except FileNotFoundError:
         return None
+    except NotADirectoryError as exc:
+        raise StatsIndexError(
+            f"table location {table_location!r} is a file, not a folder of data files; point the table at its folder"
+        ) from exc
     try:
         data = json.loads(raw)
         version, rel = data["version"], data["snapshot"]

@@ -16,9 +16,9 @@ def test_demo_runs_and_shows_pruning(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     assert "both paths agree" in out
-    lines = re.findall(r"(Spark SQL|HiveServer2) read (\d+) of (\d+) files .*kept (\d+), the event_id statistics "
-                       r"(\d+) \[(\S+)\]", out)
+    lines = re.findall(r"(Spark SQL|HiveServer2) read (\d+) files .*partitions kept (\d+) of (\d+), whose (\d+) "
+                       r"files were listed .* statistics kept (\d+) \[(\S+)\]", out)
     assert [(who, path) for who, *_, path in lines] == [("Spark SQL", "spark-native"), ("HiveServer2", "spark-native")]
-    for _who, kept, total, after_partitions, after_stats, _path in lines:
-        assert (int(total), int(after_partitions), int(kept), int(after_stats)) == (12, 8, 3, 3)
+    for _who, kept, parts_kept, parts, listed, after_stats, _path in lines:
+        assert (int(parts), int(parts_kept), int(listed), int(kept), int(after_stats)) == (3, 2, 8, 3, 3)
     assert "stopping the metastore the demo started" in out  # it stops what it started

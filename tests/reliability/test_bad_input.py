@@ -207,7 +207,7 @@ def test_illegal_table_name(hms, metastore_uri: str, command: tuple[str, ...]) -
     assert hms.get_all_databases() == before
 
 
-@pytest.mark.parametrize("evil", ["../x.parquet", "/etc/passwd", "dt=1/../../../x", "dt=0/./part-0.parquet"])
+@pytest.mark.parametrize("evil", ["../x.parquet", "/etc/../passwd", "dt=1/../../../x", "dt=0/./part-0.parquet"])
 def test_index_naming_a_path_outside_the_table_is_refused(hms, metastore_uri: str, tmp_path: Path, evil: str) -> None:
     """A crafted index snapshot whose path escapes the table (`..`, absolute): load refuses it, `hsh scan` fails clearly, list_status never opens it."""
     name = "bad.evil_" + str(abs(hash(evil)) % 10**6)
@@ -224,9 +224,30 @@ def test_index_naming_a_path_outside_the_table_is_refused(hms, metastore_uri: st
     with pytest.raises(StatsIndexError, match="outside the table"):
         load(table.sd.location)
     with pytest.raises(StatsIndexError, match="outside the table"):
-        list_status_for(TableDesc.from_hms(table), "i = 1")
+        list_status_for(TableDesc.from_hms(table, metastore_uri), "i = 1")
     msg = fails_clearly(hsh("scan", name, "--where", "i = 1", "--metastore", metastore_uri), "outside the table")
     assert "rebuild" in msg
+
+
+def test_index_rows_for_files_not_listed_are_never_used(hms, metastore_uri: str, tmp_path: Path) -> None:
+    """A crafted row with a plain absolute path (the form of a file in a partition registered elsewhere) names
+    no file of the table: list_status neither returns nor opens it, and the table's files keep their rows."""
+    name = "bad.evil_absolute"
+    table = make_table(hms, name, tmp_path / "t")
+    snap = load(table.sd.location)
+    paths = snap.table.column("path").to_pylist()
+    stolen = paths[0]
+    paths[0] = "/etc/passwd"
+    crafted = snap.table.set_column(0, "path", pa.array(paths, pa.string()))
+    folder = Path(index_dir(table.sd.location))
+    rel = f"snapshots/v00000002-{'a' * 32}.parquet"
+    pq.write_table(crafted.replace_schema_metadata(snap.table.schema.metadata), folder / rel)
+    (folder / "CURRENT").write_text(json.dumps({"format": 1, "version": 2, "snapshot": rel}))
+
+    result, _ = list_status_for(TableDesc.from_hms(table, metastore_uri), "i > -1000")
+    listed = {f.path for f in result.files}
+    assert "/etc/passwd" not in listed and stolen in listed  # its row gone, the file is unknown, hence kept
+    assert result.metrics.files_without_stats == 1
 
 
 PARTITION_VALUES = ["a/b", "..", "a=b", "100%", "日本", "", "sp ace", "x/../y", "#?*:[]^{}'\""]
@@ -245,7 +266,7 @@ def test_odd_partition_values_are_escaped_as_hive_does(hms, spark, metastore_uri
     values = sorted(p.values[0] for p in hms.get_partitions("bad", "odd_parts"))
     assert values == sorted(v or "__HIVE_DEFAULT_PARTITION__" for v in PARTITION_VALUES)
 
-    desc = TableDesc.from_hms(hms.get_table("bad", "odd_parts"))
+    desc = TableDesc.from_hms(hms.get_table("bad", "odd_parts"), metastore_uri)
     for value, rows in expected.items():
         where = "p is null" if value is None else "p = '" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
         result, _ = list_status_for(desc, where)
@@ -329,7 +350,7 @@ def test_corrupt_parquet_footer_after_indexing(hms, metastore_uri: str, tmp_path
     root = tmp_path / "t"
     table = make_table(hms, name, root)
     corrupt(root / "dt=1" / "part-1.parquet", how)  # i in [110, 115]
-    desc = TableDesc.from_hms(table)
+    desc = TableDesc.from_hms(table, metastore_uri)
     result, _ = list_status_for(desc, "i = 3")  # old stats [110, 115] would prune it
     assert "dt=1/part-1.parquet" in {f.path for f in result.files}
 

@@ -19,6 +19,7 @@ from storage_handler.handler import list_status_for
 from storage_handler.stats import commit, load
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import parse_schema_text
+from tests.helpers import folder_partitions
 from tests.reliability.util import ints, write_parquet
 
 THREADS = 8
@@ -72,7 +73,7 @@ def test_list_status_from_many_threads_while_the_index_is_recommitted(tmp_path: 
         out = []
         for r in range(ROUNDS):
             where = list(probes)[(i + r) % len(probes)]
-            result, _ = list_status_for(desc, where)
+            result, _ = list_status_for(desc, where, folder_partitions(root, ["dt"]))
             out.append((where, {f.path for f in result.files}, result.metrics.index_version))
         return out
 

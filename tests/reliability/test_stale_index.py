@@ -22,6 +22,7 @@ from storage_handler.handler import list_status_for
 from storage_handler.stats import update_index
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import parse_schema_text
+from tests.helpers import folder_partitions
 from tests.reliability.util import storage_files, write_parquet
 
 COLUMNS = tuple(parse_schema_text("v bigint, s string"))
@@ -67,7 +68,7 @@ def _matches(where: str, v: pa.ChunkedArray, dt: str) -> bool:
 
 
 def check(root: Path, where: str, deleted: Iterable[str] = ()) -> set[str]:
-    result, _ = list_status_for(desc(root), where)
+    result, _ = list_status_for(desc(root), where, folder_partitions(root, ["dt"]))
     kept = [f.path for f in result.files]
     assert len(kept) == len(set(kept)), "a file returned twice"
     on_storage = set(storage_files(root))
@@ -102,7 +103,7 @@ def test_added_rewritten_and_deleted_files_after_indexing(tmp_path: Path) -> Non
     unknown = {"dt=a/new.parquet", "dt=c/new.parquet", "dt=a/f2.parquet", "dt=b/f3.parquet"}
     assert check(root, "v = 35", deleted) == unknown  # f1 pruned by its stats, f4 gone, the rest unknown: kept
     assert check(root, "dt = 'c' and v = 52", deleted) == {"dt=c/new.parquet"}
-    everything, _ = list_status_for(desc(root), "v > -1")
+    everything, _ = list_status_for(desc(root), "v > -1", folder_partitions(root, ["dt"]))
     assert everything.metrics.files_without_stats == 4  # 2 new + 2 rewritten: no stale stats used
     assert {f.path for f in everything.files} == set(storage_files(root))
 
@@ -160,5 +161,5 @@ def test_every_file_deleted_after_indexing(tmp_path: Path) -> None:
     build_index(root)
     for rel in storage_files(root):
         os.remove(root / rel)
-    result, _ = list_status_for(desc(root), "v = 1")
+    result, _ = list_status_for(desc(root), "v = 1", folder_partitions(root, ["dt"]))
     assert result.files == () and result.metrics.files_total == 0

@@ -29,8 +29,9 @@ def table_json(tmp_path_factory, metastore_uri: str, spark) -> str:
 
     register_typed(tmp_path_factory.mktemp("contract") / "typed", metastore_uri, TABLE)
     with MetastoreClient(metastore_uri) as client:
-        desc = TableDesc.from_hms(client.get_table("contract", "typed"))
-    return json.dumps(TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys).to_contract())
+        desc = TableDesc.from_hms(client.get_table("contract", "typed"), client.uri)
+    return json.dumps(TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys,
+                                    desc.metastore_uri).to_contract())
 
 
 def _relations(spark):

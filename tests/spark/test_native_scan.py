@@ -80,7 +80,7 @@ def test_native_scan_returns_what_a_full_scan_returns(spark, typed: Path, where:
     got = _rows(spark.sql(f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}"))
     assert got == _rows(spark.sql(f"SELECT {COLUMNS} FROM oracle_native WHERE {where}")), where
     metrics = last_scan_metrics(TABLE)
-    assert metrics is not None and metrics["path"] == "spark-native" and metrics["files_total"] == 12
+    assert metrics is not None and metrics["path"] == "spark-native" and metrics["partitions_total"] == 6
 
 
 # ------------------------------------------------------------------------------------------ targeted checks
@@ -154,7 +154,7 @@ def test_size_estimate_is_what_the_query_reads(spark, typed: Path) -> None:
 
 
 # -------------------------------------------------------------------------------- the Python side, directly
-def test_prune_service_protocol(typed: Path) -> None:
+def test_prune_service_protocol(typed: Path, metastore_uri: str) -> None:
     from storage_handler.contract import VERSION
     from storage_handler.spark.prune_service import serve
     from storage_handler.spark.table_props import TableIdentity
@@ -162,7 +162,7 @@ def test_prune_service_protocol(typed: Path) -> None:
 
     columns = (("c_bigint", parse_hive_type("bigint")), ("c_str", parse_hive_type("string")))
     keys = (("region", parse_hive_type("string")), ("bucket", parse_hive_type("int")))
-    table = TableIdentity(TABLE, str(typed), columns, keys).to_contract()
+    table = TableIdentity(TABLE, str(typed), columns, keys, metastore_uri).to_contract()
     scan = {"op": "scan", "contract": VERSION, "table": table, "record": False}
     requests = [
         {**scan, "filters": [{"op": "Or", "left": {"op": "EqualTo", "attribute": "c_bigint",

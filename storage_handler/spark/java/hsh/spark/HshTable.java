@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.catalog.CatalogUtils;
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser$;
@@ -31,15 +32,17 @@ final class HshTable {
 
   final String name;
   final String location;
+  final String metastore; // where a partitioned table's partitions are listed (the session's hive.metastore.uris)
   final StructType dataSchema;
   final StructType partitionSchema;
   private final List<String> dataTypes; // Hive types, by position
   private final List<String> partitionTypes;
 
-  private HshTable(String name, String location, StructType dataSchema, List<String> dataTypes,
+  private HshTable(String name, String location, String metastore, StructType dataSchema, List<String> dataTypes,
       StructType partitionSchema, List<String> partitionTypes) {
     this.name = name;
     this.location = location;
+    this.metastore = metastore;
     this.dataSchema = dataSchema;
     this.partitionSchema = partitionSchema;
     this.dataTypes = List.copyOf(dataTypes);
@@ -51,9 +54,11 @@ final class HshTable {
   }
 
   /** The table of a catalog entry Spark resolved (its schema already has Spark's types). */
-  static HshTable of(CatalogTable table) {
+  static HshTable of(CatalogTable table, SparkSession session) {
     String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
+    String metastore = session.sparkContext().hadoopConfiguration().get("hive.metastore.uris");
     return new HshTable(db + "." + table.identifier().table(), CatalogUtils.URIToString(table.location()),
+        metastore == null || metastore.isBlank() ? null : metastore,
         table.dataSchema(), hiveTypes(table.dataSchema()), table.partitionSchema(),
         hiveTypes(table.partitionSchema()));
   }
@@ -65,8 +70,10 @@ final class HshTable {
     List<String> partitionTypes = new ArrayList<>();
     StructType data = schema(node.get(Contract.table("columns")), dataTypes);
     StructType partitions = schema(node.get(Contract.table("partition_keys")), partitionTypes);
+    JsonNode metastore = node.get(Contract.table("metastore"));
     return new HshTable(node.get(Contract.table("name")).asText(), node.get(Contract.table("location")).asText(),
-        data, dataTypes, partitions, partitionTypes);
+        metastore == null || metastore.isNull() ? null : metastore.asText(), data, dataTypes, partitions,
+        partitionTypes);
   }
 
   private static StructType schema(JsonNode pairs, List<String> hiveTypes) {
@@ -102,7 +109,8 @@ final class HshTable {
 
   ObjectNode toJson() {
     ObjectNode node = JsonNodeFactory.instance.objectNode();
-    node.put(Contract.table("name"), name).put(Contract.table("location"), location);
+    node.put(Contract.table("name"), name).put(Contract.table("location"), location)
+        .put(Contract.table("metastore"), metastore);
     node.set(Contract.table("columns"), pairs(dataSchema, dataTypes));
     node.set(Contract.table("partition_keys"), pairs(partitionSchema, partitionTypes));
     return node;
@@ -118,7 +126,8 @@ final class HshTable {
   public boolean equals(Object o) {
     if (!(o instanceof HshTable)) return false;
     HshTable other = (HshTable) o;
-    return name.equals(other.name) && location.equals(other.location) && dataSchema.equals(other.dataSchema)
+    return name.equals(other.name) && location.equals(other.location)
+        && Objects.equals(metastore, other.metastore) && dataSchema.equals(other.dataSchema)
         && partitionSchema.equals(other.partitionSchema) && dataTypes.equals(other.dataTypes)
         && partitionTypes.equals(other.partitionTypes);
   }

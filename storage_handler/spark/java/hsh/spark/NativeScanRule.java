@@ -50,7 +50,7 @@ final class NativeScanRule extends Rule<LogicalPlan> {
   }
 
   private LogicalPlan replace(HiveTableRelation relation) {
-    HshTable table = HshTable.of(relation.tableMeta());
+    HshTable table = HshTable.of(relation.tableMeta(), session);
     HshFileIndex index = HshFileIndex.pruning(session, table);
     // the Hive relation's output is its data columns then its partition columns: the file relation's order
     List<AttributeReference> output = new ArrayList<>(CollectionConverters.asJava(relation.output()));

@@ -1,0 +1,31 @@
+"""A table as the metastore says it is (Hive's model): its registered partitions, each at its own location.
+
+* :mod:`.partitions` -- :class:`Partition`, the :class:`PartitionSource` protocol (names first, then the
+  survivors' locations), and reading Hive partition names.
+* :mod:`.prune` -- the partition list pruned by the query's evaluator before storage is touched.
+* :mod:`.listing` -- the surviving partitions' files, listed concurrently.
+
+The metastore-backed source lives in :mod:`metastore.partition_source`; this package does not know Thrift.
+"""
+
+from __future__ import annotations
+
+from storage_handler.catalog.listing import (
+    index_prefixes,
+    is_under,
+    list_partition_files,
+    unregistered_folders,
+)
+from storage_handler.catalog.partitions import (
+    Partition,
+    PartitionSource,
+    StaticPartitions,
+    parse_partition_name,
+)
+from storage_handler.catalog.prune import prune_partition_names
+from storage_handler.stats.listing import absolute_path
+
+__all__ = [
+    "Partition", "PartitionSource", "StaticPartitions", "absolute_path", "index_prefixes", "is_under", "list_partition_files", "parse_partition_name",
+    "prune_partition_names", "unregistered_folders",
+]

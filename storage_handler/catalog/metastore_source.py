@@ -1,0 +1,99 @@
+"""The metastore as a table's :class:`~storage_handler.catalog.PartitionSource`: names first, then survivors.
+
+Two calls for a query that keeps few partitions: ``get_partition_names`` (strings only) and
+``get_partitions_by_names`` for the survivors, fetched in batches so a query keeping thousands of partitions does
+not send one huge request. Both are idempotent and retried by :class:`~metastore.client.MetastoreClient`; when the
+metastore cannot be reached, planning fails naming the table and the URI -- it never falls back to walking storage,
+which would read folders nobody registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from metastore.client import MetastoreClient
+from storage_handler.catalog.partitions import Partition, parse_partition_name
+from storage_handler.errors import ConfigurationError, MetastoreError
+from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION
+
+BATCH = 500
+
+
+@dataclass
+class MetastorePartitions:
+    """The partitions of ``db.table`` (partition ``keys`` in order) in the metastore at ``uri``; one connection,
+    opened on first use (close it, or use the object as a context manager)."""
+
+    uri: str
+    database: str
+    table: str
+    keys: tuple[str, ...]
+    client: MetastoreClient | None = field(default=None, repr=False)
+    owns_client: bool = field(default=True, repr=False)
+
+    @classmethod
+    def using(cls, client: MetastoreClient, database: str, table: str, keys: Sequence[str]) -> MetastorePartitions:
+        """A source over an open ``client`` that stays the caller's (``close`` leaves it open)."""
+        return cls(client.uri, database, table, tuple(keys), client, owns_client=False)
+
+    def _client(self) -> MetastoreClient:
+        if self.client is None:
+            self.client = MetastoreClient(self.uri)
+            self.client.open()
+        return self.client
+
+    def close(self) -> None:
+        if self.client is not None and self.owns_client:
+            self.client.close()
+            self.client = None
+
+    def __enter__(self) -> MetastorePartitions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def _name(self) -> str:
+        return f"{self.database}.{self.table}"
+
+    def names(self) -> list[str]:
+        try:
+            return self._client().get_partition_names(self.database, self.table)
+        except MetastoreError as e:
+            raise type(e)(f"cannot list the partitions of {self._name}: {e}") from e
+
+    def by_names(self, names: Sequence[str]) -> list[Partition]:
+        by_values = {parse_partition_name(n, self.keys, self._name): n for n in names}
+        out: list[Partition] = []
+        try:
+            for start in range(0, len(names), BATCH):
+                chunk = list(names[start:start + BATCH])
+                for p in self._client().get_partitions_by_names(self.database, self.table, chunk):
+                    values = tuple(None if v == HIVE_DEFAULT_PARTITION else v for v in p.values)
+                    name = by_values.get(values)
+                    if name is not None:
+                        out.append(Partition(name, values, p.sd.location))
+        except MetastoreError as e:
+            raise type(e)(f"cannot read the partitions of {self._name}: {e}") from e
+        return out
+
+
+METASTORE_URIS = "hive.metastore.uris"  # as in every Hive job configuration: the metastore the planner used
+
+
+def partition_source(job_conf: Mapping[str, str], table: str, keys: Sequence[str]) -> MetastorePartitions:
+    """The partitions of a partitioned ``table`` (``db.table``), from the metastore its job configuration names.
+
+    A partitioned table is what its metastore partitions are: without a metastore there is no correct answer, so
+    this refuses (naming the table and the setting) rather than walking the table folder.
+    """
+    uri = (job_conf.get(METASTORE_URIS) or "").split(",")[0].strip()
+    if not uri:
+        raise ConfigurationError(
+            f"table {table} is partitioned and its partitions are the metastore's, but the job configuration names "
+            f"no metastore ({METASTORE_URIS}); configure the read with the metastore's thrift:// URI"
+        )
+    database, _, name = table.partition(".")
+    return MetastorePartitions(uri, database, name, tuple(keys))

@@ -1,0 +1,158 @@
+"""A table is what the metastore says: its registered partitions, wherever they live (issue: table model).
+
+Real metastore and real Spark. A partitioned table is registered, then changed the ways Hive tables change: a
+partition dropped with its folder kept, a folder nobody registered, partitions registered at their own locations
+(outside the table folder, on another table's folder, and at a folder that does not exist), odd values and the
+default partition. ``list_status`` (``hsh scan``'s path) and ``spark.sql`` through the handler must read exactly
+what plain Spark reads of the same table (its Hive read: ``spark.hsh.nativeScan=false``).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from metastore.register import apply_registration, plan_registration
+from metastore.table_spec import build_partition, parse_table_name
+from storage_handler.handler import list_status_for
+from storage_handler.spark import last_scan_metrics
+from storage_handler.stats.listing import escape_partition_value
+from storage_handler.table_desc import TableDesc
+from tests.reliability.util import write_parquet
+
+TABLE = "model.t"
+
+
+def _rows(spark, sql: str) -> list[tuple]:
+    return sorted((tuple(r) for r in spark.sql(sql).collect()), key=repr)
+
+
+def _plain(spark, sql: str) -> list[tuple]:
+    """What plain Spark reads (its own Hive read of the table; the extension steps aside)."""
+    spark.conf.set("spark.hsh.nativeScan", "false")
+    try:
+        return _rows(spark, sql)
+    finally:
+        spark.conf.unset("spark.hsh.nativeScan")
+
+
+def _ints(start: int, n: int = 10) -> pa.Table:
+    return pa.table({"v": pa.array(range(start, start + n), pa.int64())})
+
+
+@pytest.fixture(scope="module")
+def changed_table(tmp_path_factory, metastore_uri: str, spark) -> dict[str, Path]:
+    from metastore.client import MetastoreClient
+
+    base = tmp_path_factory.mktemp("model")
+    root, other, backfill = base / "t", base / "other", base / "backfill" / "somewhere"
+    for i, value in enumerate(["1", "2", "3", "a/b", None]):
+        write_parquet(root / f"dt={escape_partition_value(value)}" / "f.parquet", _ints(100 * i))
+    write_parquet(other / "dt=5" / "f.parquet", _ints(5000))  # another table's folder
+    write_parquet(backfill / "part-0.parquet", _ints(9000, 100))
+    name = parse_table_name(TABLE)
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, name, str(root)))
+        client.drop_partitions(name.database, name.table, ["dt=1"])  # dropped, folder kept
+        write_parquet(root / "dt=4" / "f.parquet", _ints(400))  # written, never registered
+        table = client.get_table(name.database, name.table)
+        client.add_partitions(name.database, name.table, [
+            build_partition(table, ["2031-01-01"], str(backfill)),  # outside the table folder
+            build_partition(table, ["7"], str(other / "dt=5")),  # on another table's folder
+            build_partition(table, ["8"], str(base / "gone")),  # registered, folder missing
+        ])
+    shutil.rmtree(base / "gone", ignore_errors=True)  # the metastore creates a new partition's folder
+    return {"root": root, "backfill": backfill, "other": other}
+
+
+def test_list_status_reads_exactly_the_registered_partitions(hms, metastore_uri: str, changed_table, caplog) -> None:
+    desc = TableDesc.from_hms(hms.get_table("model", "t"), metastore_uri)
+    with caplog.at_level(logging.WARNING):
+        result, _ = list_status_for(desc)
+    by_partition = {dict(f.partition_values)["dt"]: f.path for f in result.files}
+    assert by_partition == {
+        "2": "dt=2/f.parquet", "3": "dt=3/f.parquet", "a/b": "dt=a%2Fb/f.parquet",
+        None: "dt=__HIVE_DEFAULT_PARTITION__/f.parquet",
+        "2031-01-01": str(changed_table["backfill"] / "part-0.parquet"),
+        "7": str(changed_table["other"] / "dt=5" / "f.parquet"),
+    }
+    assert result.metrics.partitions_total == 7 and result.metrics.partitions_kept == 7
+    assert "partition dt=8 is registered at" in caplog.text and "does not exist" in caplog.text
+
+
+def test_partitions_are_pruned_before_storage_is_listed(hms, metastore_uri: str, changed_table) -> None:
+    desc = TableDesc.from_hms(hms.get_table("model", "t"), metastore_uri)
+    result, _ = list_status_for(desc, "dt = '2031-01-01' and v >= 9050")
+    assert [f.path for f in result.files] == [str(changed_table["backfill"] / "part-0.parquet")]
+    assert (result.metrics.partitions_total, result.metrics.partitions_kept, result.metrics.files_total) == (7, 1, 1)
+
+
+@pytest.mark.parametrize("where", [
+    "true", "dt = '2031-01-01'", "v >= 9050", "dt = '1'", "dt = '4'", "dt = '7' or v < 5", "dt is null",
+    "dt = 'a/b'", "dt > '2' and v < 10000", "dt = '8'",
+])
+def test_spark_reads_what_plain_spark_reads(spark, changed_table, where: str) -> None:
+    sql = f"SELECT dt, v FROM {TABLE} WHERE {where}"
+    expected = _plain(spark, sql)
+    assert _rows(spark, sql) == expected, where
+    assert last_scan_metrics(TABLE)["path"] == "spark-native"
+    if where == "true":  # the backfill's 100 rows are there, the dropped and unregistered folders are not
+        assert sum(1 for dt, _ in expected if dt == "2031-01-01") == 100
+        assert not any(dt in ("1", "4") for dt, _ in expected)
+
+
+def test_read_table_reads_partitions_outside_the_table_folder(spark, changed_table) -> None:
+    from storage_handler.spark import read_table
+
+    got = sorted((tuple(r) for r in read_table(spark, TABLE, "v >= 5000").select("dt", "v").collect()), key=repr)
+    assert got == _plain(spark, f"SELECT dt, v FROM {TABLE} WHERE v >= 5000")
+    assert len(got) == 110
+
+
+def test_the_metastore_unreachable_fails_naming_table_and_uri(changed_table, hms, metastore_uri: str) -> None:
+    from storage_handler.errors import MetastoreError
+
+    desc = TableDesc.from_hms(hms.get_table("model", "t"), "thrift://127.0.0.1:9")
+    with pytest.raises(MetastoreError, match=r"model\.t.*thrift://127\.0\.0\.1:9"):
+        list_status_for(desc, "v = 1")
+
+
+def test_a_partitioned_table_without_a_metastore_is_refused(changed_table, hms) -> None:
+    from storage_handler.errors import ConfigurationError
+
+    desc = TableDesc.from_hms(hms.get_table("model", "t"))
+    with pytest.raises(ConfigurationError, match=r"model\.t is partitioned.*hive\.metastore\.uris"):
+        list_status_for(desc, "v = 1")
+
+
+def test_describe_and_sync_see_the_metastores_table(hms, metastore_uri: str, changed_table) -> None:
+    """describe hints at the folders nobody registered; sync would add them, and counts as missing only the
+    partition whose own location is gone (not those registered elsewhere)."""
+    from metastore.describe import describe_table
+    from metastore.sync import plan_sync
+
+    name = parse_table_name(TABLE)
+    described = describe_table(hms, name)
+    assert described["partitions"] == 7 and described["unregistered_partition_folders"] == 2
+    plan = plan_sync(hms, name)
+    assert sorted(plan.dataset.partition_name(v) for v in plan.partitions_to_add) == ["dt=1", "dt=4"]
+    assert plan.missing_partitions == ("dt=8",) and plan.partitions_to_drop == ()
+
+
+def test_index_refresh_indexes_partitions_registered_elsewhere(hms, metastore_uri: str, changed_table) -> None:
+    """After a refresh the backfill's file has statistics, so a query that rules it out skips it."""
+    from metastore import hooked
+    from storage_handler.meta_hook import IndexMetaHook
+
+    desc = TableDesc.from_hms(hms.get_table("model", "t"), metastore_uri)
+    before, _ = list_status_for(desc, "dt = '2031-01-01' and v > 99999")
+    assert before.metrics.files_kept == 1 and before.metrics.files_without_stats == 1  # unknown: kept
+    hooked.refresh_table(hms, "model", "t", IndexMetaHook())
+    after, _ = list_status_for(desc, "dt = '2031-01-01' and v > 99999")
+    assert after.metrics.files_kept == 0 and after.metrics.files_without_stats == 0
+    still, _ = list_status_for(desc, "dt = '2031-01-01' and v >= 9099")
+    assert [f.path for f in still.files] == [str(changed_table["backfill"] / "part-0.parquet")]
