@@ -146,7 +146,9 @@ class MetastoreClient:
         self._ever_connected = True
         self._socket = sock
         self._transport = transport
-        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+        # the C-accelerated codec (thrift's fastbinary; pure Python where it is missing): decoding a few hundred
+        # partitions in pure Python costs ~0.4 ms each, a query's whole planning budget at 400 partitions
+        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))
 
     def close(self) -> None:
         if self._transport is not None:

