@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
