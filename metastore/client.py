@@ -78,6 +78,11 @@ def redact(uri: str) -> str:
     return re.sub(r"(?<=://)[^/@\s]*@", "***@", uri)
 
 
+# what thrift's fastbinary codec raises for bytes that are no valid reply (its pure-Python twin raises
+# TProtocolException); raised only while decoding a reply, never by the transport
+_DECODE_ERRORS = (TypeError, ValueError, OverflowError, UnicodeDecodeError, MemoryError)
+
+
 class _ReplySniffingSocket(TSocket.TSocket):
     """A socket that remembers the first bytes of each reply, so an HTTP answer is recognized, not retried."""
 
@@ -187,6 +192,12 @@ class MetastoreClient:
                 raise MetastoreError(
                     f"the metastore at {self.uri} failed on {subject}: {e.message or e} "
                     "(is it a Hive 2.x/3.x/4.x metastore speaking the binary Thrift protocol?)"
+                ) from e
+            except _DECODE_ERRORS as e:  # the C codec reports a malformed reply with built-in exceptions
+                self.close()  # the stream is out of step: the next call starts on a fresh connection
+                raise MetastoreError(
+                    f"the metastore at {self.uri} sent a malformed reply to {subject} ({type(e).__name__}: {e}); "
+                    "is it a Hive 2.x/3.x/4.x metastore speaking the binary Thrift protocol?"
                 ) from e
             except _TRANSPORT_ERRORS as e:
                 if self._socket is not None and self._socket.reply_start.startswith(b"HTTP/"):

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
@@ -54,6 +55,22 @@ public final class HshFileIndex implements FileIndex {
   private final List<Expression> queryFilters;
   private final JsonNode fixedFiles; // files chosen before the query was built (read_table), else null
   private volatile Long sizeInBytes;
+  private volatile Recent recent; // the last answer, reused by a listing for the same predicates right after
+
+  /** An answer and the canonical predicates it was asked for: planning then executing a query asks twice. */
+  private static final class Recent {
+    final Set<Expression> predicates;
+    final JsonNode answer;
+    final long nanos = System.nanoTime();
+
+    Recent(Set<Expression> predicates, JsonNode answer) {
+      this.predicates = predicates;
+      this.answer = answer;
+    }
+  }
+
+  /** How long an answer may be reused: the time between Spark's size estimate and its listing, not longer. */
+  private static final long REUSE_NANOS = 5_000_000_000L;
 
   private HshFileIndex(SparkSession session, HshTable table, List<Expression> queryFilters, JsonNode fixedFiles) {
     this.session = session;
@@ -94,7 +111,7 @@ public final class HshFileIndex implements FileIndex {
     for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : exact) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : CollectionConverters.asJava(dataFilters)) predicates.putIfAbsent(e.canonicalized(), e);
-    JsonNode answer = scan(predicates.values(), true);
+    JsonNode answer = scanOrReuse(predicates);
     JsonNode m = Contract.answer(answer, "metrics", table.name);
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, metric(m, "files_kept"),
         metric(m, "files_total"), metric(m, "bytes_kept"), metric(m, "bytes_total"),
@@ -119,7 +136,23 @@ public final class HshFileIndex implements FileIndex {
 
   @Override
   public void refresh() {
-    sizeInBytes = null; // every listing reads storage; only the size is remembered
+    sizeInBytes = null; // every listing reads storage; only the size (and an answer for a few seconds) is kept
+    recent = null;
+  }
+
+  /**
+   * The answer for {@code predicates} (keyed by canonical form): the size estimate's own answer when the listing
+   * that follows it within {@link #REUSE_NANOS} asks for the same predicates (one pruning per query, not two),
+   * else a fresh one. Every answer is recorded in the scan log.
+   */
+  private JsonNode scanOrReuse(Map<Expression, Expression> predicates) {
+    Recent last = recent;
+    if (last != null && System.nanoTime() - last.nanos < REUSE_NANOS && last.predicates.equals(predicates.keySet())) {
+      return last.answer;
+    }
+    JsonNode answer = scan(predicates.values(), true);
+    recent = new Recent(Set.copyOf(predicates.keySet()), answer);
+    return answer;
   }
 
   @Override
@@ -133,7 +166,9 @@ public final class HshFileIndex implements FileIndex {
       } else {
         // the bytes the query will read: with the query's filters attached, a selective scan of a big table
         // looks small to join planning (broadcast) as it will be; without filters, every file
-        size = metric(Contract.answer(scan(queryFilters, false), "metrics", table.name), "bytes_kept");
+        Map<Expression, Expression> predicates = new LinkedHashMap<>();
+        for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
+        size = metric(Contract.answer(scanOrReuse(predicates), "metrics", table.name), "bytes_kept");
       }
       sizeInBytes = size;
     }
