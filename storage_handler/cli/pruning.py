@@ -52,6 +52,19 @@ def table_desc(args: argparse.Namespace, name_text: str) -> Any:
         return TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
 
 
+def _unregistered(args: argparse.Namespace, desc: Any) -> int:
+    """How many partition folders under the table hold files but are no registered partition (a hint)."""
+    from metastore.client import MetastoreClient
+    from storage_handler.catalog import unregistered_folders
+
+    if not desc.partition_keys:
+        return 0
+    database, _, table = desc.name.partition(".")
+    with MetastoreClient(metastore_uri(args)) as client:
+        names = client.get_partition_names(database, table)
+    return len(unregistered_folders(desc.location, [k for k, _ in desc.partition_keys], names))
+
+
 def _scan(args: argparse.Namespace) -> int:
     from storage_handler.handler import list_status_for
 
@@ -59,6 +72,7 @@ def _scan(args: argparse.Namespace) -> int:
     result, _props = list_status_for(desc, args.where)
     m = result.metrics
     data: dict[str, Any] = {**m.as_dict(), "kept_paths": [f.path for f in result.files]}
+    data["unregistered_partition_folders"] = _unregistered(args, desc)
     if args.explain and result.evaluator is not None and result.scan is not None:
         kept = {f.path for f in result.files}
         paths = result.scan.column("path").to_pylist()
@@ -72,9 +86,14 @@ def _scan(args: argparse.Namespace) -> int:
         return 0
     out.print(f"[bold]SearchArgument[/bold] {escape(m.sarg)}", highlight=False)
     pct = 100 * m.bytes_kept / m.bytes_total if m.bytes_total else 100.0
-    out.print(f"kept [bold]{m.files_kept}[/bold]/{m.files_total} files, {m.bytes_kept}/{m.bytes_total} bytes "
-              f"({pct:.1f}%); partitions kept {m.files_after_partitions}; files without stats "
-              f"{m.files_without_stats}; index version {m.index_version}", highlight=False)
+    parts = f"partitions kept {m.partitions_kept}/{m.partitions_total}; " if desc.partition_keys else ""
+    out.print(f"{parts}kept [bold]{m.files_kept}[/bold]/{m.files_total} files listed, {m.bytes_kept}/{m.bytes_total} "
+              f"bytes ({pct:.1f}%); files without stats {m.files_without_stats}; index version {m.index_version}",
+              highlight=False)
+    if data["unregistered_partition_folders"]:
+        out.print(f"hint: {data['unregistered_partition_folders']} partition folder(s) under the table hold files "
+                  f"but are not registered, so they are not part of the table; `hsh sync {desc.name}` adds them",
+                  highlight=False)
     print_rows(["kept path"], [(p,) for p in data["kept_paths"]])
     if "pruned_sample" in data:
         print_rows(["pruned path", "ruled out by"],

@@ -156,3 +156,18 @@ def test_index_refresh_indexes_partitions_registered_elsewhere(hms, metastore_ur
     assert after.metrics.files_kept == 0 and after.metrics.files_without_stats == 0
     still, _ = list_status_for(desc, "dt = '2031-01-01' and v >= 9099")
     assert [f.path for f in still.files] == [str(changed_table["backfill"] / "part-0.parquet")]
+
+
+def test_hsh_scan_reads_the_metastores_table_and_hints_at_unregistered_folders(metastore_uri: str,
+                                                                               changed_table) -> None:
+    import json
+
+    from tests.helpers import run_hsh
+
+    proc = run_hsh("scan", TABLE, "--where", "v >= 0", "--json", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["partitions_total"], out["files_total"], out["unregistered_partition_folders"]) == (7, 6, 2)
+    assert str(changed_table["backfill"] / "part-0.parquet") in out["kept_paths"]
+    text = run_hsh("scan", TABLE, "--metastore", metastore_uri)
+    assert "partitions kept 7/7" in text.stdout and "2 partition folder(s)" in text.stdout, text.stdout
