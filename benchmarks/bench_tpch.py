@@ -15,6 +15,9 @@ Every query runs through four paths over the *same* Parquet files:
                       Python data source, the pruning path of sessions without a JDK.
   (c)  ``read_table`` ``storage_handler.spark.read_table``: the handler picks the files, Spark's native reader
                       reads them.
+  (d)  ``limit``      the limit the handler can approach: a view over ``spark.read.parquet(<the files the handler
+                      keeps for the query>)``, built once per query before timing, so Spark neither plans a
+                      pruning nor lists anything while timed.
 
 Every (query, path) runs ``--warmup`` untimed rounds, then ``--repeat`` timed ones, the paths interleaved round
 robin; medians are reported. A timed run during which other processes used more than ``--max-interference`` of
@@ -51,13 +54,15 @@ DB = "tpch"
 TABLE = f"{DB}.lineitem"  # through the handler
 PLAIN = f"{DB}.lineitem_plain"  # the same folder as a plain Hive Parquet table
 PYTHON_DS_VIEW = "lineitem_hsh_ds"  # spark.read.format("hsh").load(TABLE)
-PATHS = ("native", "spark.sql", "python_ds", "read_table")
+PATHS = ("native", "spark.sql", "python_ds", "read_table", "limit")
 HANDLER_PATHS = PATHS[1:]  # the paths compared against (a)
+UNMETERED = ("native", "limit")  # paths that do not go through the handler (no scan metrics)
 PATH_LABELS = {
     "native": "(a) Spark native Hive table",
     "spark.sql": "(b) spark.sql via handler (native scan)",
     "python_ds": "(b2) spark.sql via hsh Python data source",
     "read_table": "(c) read_table",
+    "limit": "(d) limit: Spark reading only the files the handler keeps, no planning of its own",
 }
 PATH_TAGS = {path: label.split()[0] for path, label in PATH_LABELS.items()}  # "(a)", "(b)", "(b2)", "(c)"
 # the ``path`` field each handler path's scan metrics must carry: proof the query used the intended reader
@@ -192,6 +197,28 @@ def python_data_source(spark: Any) -> str:
     return PYTHON_DS_VIEW
 
 
+_LIMIT_VIEWS: dict[str, str] = {}
+
+
+def kept_files_view(spark: Any, query: Query) -> str:
+    """A view over exactly the files the handler keeps for ``query`` (built once, outside the timed runs)."""
+    if query.key in _LIMIT_VIEWS:
+        return _LIMIT_VIEWS[query.key]
+    from storage_handler.catalog import absolute_path
+    from storage_handler.handler import list_status_for
+    from storage_handler.spark.native import load_table_desc
+
+    desc = load_table_desc(spark, TABLE)
+    result, _ = list_status_for(desc, query.where)
+    paths = ["file://" + absolute_path(desc.location, f.path) for f in result.files]
+    schema = spark.table(PLAIN).schema
+    df = spark.read.schema(schema).parquet(*paths) if paths else spark.createDataFrame([], schema)
+    view = f"limit_{query.key}"
+    df.createOrReplaceTempView(view)
+    _LIMIT_VIEWS[query.key] = view
+    return view
+
+
 def _plan(spark: Any, sql: str) -> str:
     return str(spark.sql(sql)._jdf.queryExecution().executedPlan().toString())
 
@@ -208,6 +235,9 @@ def runner(spark: Any, path: str, query: Query) -> Callable[[], list[Any]]:
         return lambda: spark.sql(query.sql(TABLE)).collect()
     if path == "python_ds":
         view = python_data_source(spark)
+        return lambda: spark.sql(query.sql(view)).collect()
+    if path == "limit":
+        view = kept_files_view(spark, query)
         return lambda: spark.sql(query.sql(view)).collect()
     return lambda: read_table(spark, TABLE, where=query.where).selectExpr(*query.select).collect()
 
@@ -274,7 +304,7 @@ def run_all(
             want = expected[q.key]
             mismatches.append(f"{q.key} via {path}: {len(got)} rows {got[:3]!r}... but native gave "
                               f"{len(want)} rows {want[:3]!r}...")
-        if path != "native":
+        if path not in UNMETERED:
             m = scan_metrics_since(start_wall)
             if m is None:
                 mismatches.append(f"{q.key} via {path}: no scan metrics were recorded (was the handler used?)")
@@ -473,6 +503,13 @@ def markdown(
         for p in HANDLER_PATHS:
             row += [secs(q, p), ratio(q, p), files(q, p)]
         lines.append(f"| {q.title} | {' | '.join([*row, target])} |")
+    if all(cell(q, "limit") and cell(q, "spark.sql") for q in qs):
+        lines += ["", "How close the handler comes to its limit (median time over (d)'s: 1.00× is the limit):", ""]
+        lines += header([f"{tag['spark.sql']} spark.sql / limit", f"{tag['read_table']} read_table / limit"])
+        for q in qs:
+            limit = cells[(q.key, "limit")].median
+            row = [f"{cells[(q.key, p)].median / limit:.2f}×" if cell(q, p) else "–" for p in ("spark.sql", "read_table")]
+            lines.append(f"| {q.title} | {' | '.join(row)} |")
     lines += ["", f"Fastest of the {info['repeat']} runs, seconds and speed-up over (a)'s fastest (less sensitive to "
               "other work on the machine; the targets above are judged on medians):", ""]
     cols = [f"{tag['native']} best s"]
@@ -531,7 +568,8 @@ def chart(
     import matplotlib.pyplot as plt
 
     # (b2) is a lighter shade of (b): the same spark.sql, read by the Python data source instead
-    colors = {"native": "#7f7f7f", "spark.sql": "#1f77b4", "python_ds": "#9ecae1", "read_table": "#2ca02c"}
+    colors = {"native": "#7f7f7f", "spark.sql": "#1f77b4", "python_ds": "#9ecae1", "read_table": "#2ca02c",
+              "limit": "#d62728"}
     width = 0.8 / len(paths)
     fig, ax = plt.subplots(figsize=(5 + 2 * len(paths), 5.5))  # wider with more bars, so their labels fit
     for i, path in enumerate(paths):
