@@ -40,7 +40,7 @@ from storage_handler.decode.serialized import decode_job_conf
 from storage_handler.job_conf import JobConf
 from storage_handler.pruning import PredicateEvaluator
 from storage_handler.sarg import ExprOp, SearchArgument
-from storage_handler.spark.reader import Split
+from storage_handler.split import Split
 from storage_handler.stats import DataFile, list_data_files
 from storage_handler.stats import load as load_index
 

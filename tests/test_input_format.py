@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from storage_handler.handler import list_status_for
 from storage_handler.input_format import attach_stats, pack_splits, scan_batch
-from storage_handler.spark.reader import Split
+from storage_handler.split import Split
 from storage_handler.stats import DataFile
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import parse_hive_type

@@ -40,8 +40,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.types import StructType
 
 from storage_handler.spark.planning import Configured
-from storage_handler.spark.reader import Split
 from storage_handler.spark.table_props import PROVIDER, TableIdentity, identity_from_metadata
+from storage_handler.split import Split
 
 log = logging.getLogger(__name__)
 PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"

@@ -13,7 +13,6 @@ Spark checks the batches a Python data source yields against the declared schema
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +22,9 @@ import pyarrow.parquet as pq
 
 from storage_handler.errors import DatasetError
 from storage_handler.spark.partition_text import spark_cast
+from storage_handler.split import Split
 from storage_handler.stats import DataFile, indexed_columns, stats_from_metadata, stats_table
 from storage_handler.types import HiveType
-
-
-@dataclass(frozen=True, slots=True)
-class Split:
-    """One unit of reading work: a file (relative to the table location) and the row groups to read (None = all)."""
-
-    path: str
-    size: int
-    partition_values: tuple[tuple[str, str | None], ...]
-    row_groups: tuple[int, ...] | None = None
 
 
 def partition_array(value: str | None, target: pa.DataType, length: int) -> pa.Array:

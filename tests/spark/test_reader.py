@@ -13,7 +13,8 @@ import pytest
 from storage_handler.decode.hiveql import parse_filter
 from storage_handler.decode.to_sarg import to_search_argument
 from storage_handler.pruning import PredicateEvaluator
-from storage_handler.spark.reader import Split, read_split, row_groups_to_read
+from storage_handler.spark.reader import read_split, row_groups_to_read
+from storage_handler.split import Split
 from storage_handler.types import hive_to_arrow, parse_schema_text
 
 COLUMNS = parse_schema_text("a bigint, s string, t timestamp, missing int")
