@@ -80,7 +80,7 @@ def redact(uri: str) -> str:
 
 # what thrift's fastbinary codec raises for bytes that are no valid reply (its pure-Python twin raises
 # TProtocolException); raised only while decoding a reply, never by the transport
-_DECODE_ERRORS = (TypeError, ValueError, OverflowError, UnicodeDecodeError, MemoryError)
+_DECODE_ERRORS = (TypeError, ValueError, OverflowError, MemoryError)  # UnicodeDecodeError is a ValueError
 
 
 class _ReplySniffingSocket(TSocket.TSocket):

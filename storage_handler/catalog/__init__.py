@@ -3,9 +3,8 @@
 * :mod:`.partitions` -- :class:`Partition`, the :class:`PartitionSource` protocol (names first, then the
   survivors' locations), and reading Hive partition names.
 * :mod:`.prune` -- the partition list pruned by the query's evaluator before storage is touched.
-* :mod:`.listing` -- the surviving partitions' files, listed concurrently.
-
-The metastore-backed source lives in :mod:`metastore.partition_source`; this package does not know Thrift.
+* :mod:`.listing` -- the surviving partitions' files (serially on a local disk, by a bounded pool elsewhere).
+* :mod:`.metastore_source` -- the metastore as the source, through :class:`metastore.client.MetastoreClient`.
 """
 
 from __future__ import annotations
@@ -26,6 +25,6 @@ from storage_handler.catalog.prune import prune_partition_names
 from storage_handler.stats.listing import absolute_path
 
 __all__ = [
-    "Partition", "PartitionSource", "StaticPartitions", "absolute_path", "index_prefixes", "is_under", "list_partition_files", "parse_partition_name",
-    "prune_partition_names", "unregistered_folders",
+    "Partition", "PartitionSource", "StaticPartitions", "absolute_path", "index_prefixes", "is_under",
+    "list_partition_files", "parse_partition_name", "prune_partition_names", "unregistered_folders",
 ]

@@ -21,10 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from storage_handler.catalog.partitions import Partition
 from storage_handler.stats.listing import (
     DataFile,
-    escape_partition_value,
-    escape_path_name,
     is_hidden,
     local_path,
+    partition_path,
     unescape_partition_value,
     unescape_path_name,
 )
@@ -39,7 +38,7 @@ DEFAULT_THREADS = 1
 def list_partition_files(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
                          threads: int = DEFAULT_THREADS, table: str = "?") -> list[DataFile]:
     """The data files of ``partitions``, sorted by path, their partition values the metastore's."""
-    root = local_path(table_location).rstrip("/") or "/"
+    root = _root(table_location)
     lowered = [k.lower() for k in keys]
 
     def one(partition: Partition) -> list[DataFile]:
@@ -112,18 +111,14 @@ def unregistered_folders(table_location: str, keys: Sequence[str], registered: C
 def normalize_partition_name(name: str) -> str:
     """A partition name with its keys lower-cased and values re-escaped as Hive writes them (so folder names and
     metastore names compare equal whatever escaping the writer used)."""
-    parts = []
-    for part in name.split("/"):
-        key, _, value = part.partition("=")
-        parts.append(f"{escape_path_name(unescape_path_name(key).lower())}="
-                     f"{escape_partition_value(unescape_partition_value(value))}")
-    return "/".join(parts)
+    pairs = [part.partition("=") for part in name.split("/")]
+    return partition_path([(unescape_path_name(key), unescape_partition_value(value)) for key, _, value in pairs])
 
 
 def index_prefixes(table_location: str, partitions: Sequence[Partition]) -> list[str] | None:
     """The path prefixes (ending in ``/``) under which the index names the files of ``partitions``; None when
     some partition is the table folder itself (its files have no prefix to select them by)."""
-    root = local_path(table_location).rstrip("/") or "/"
+    root = _root(table_location)
     out = []
     for p in partitions:
         rel = _relative(local_path(p.location), root)
@@ -135,8 +130,11 @@ def index_prefixes(table_location: str, partitions: Sequence[Partition]) -> list
 
 def is_under(table_location: str, location: str) -> bool:
     """Whether ``location`` is the table folder or inside it (its files are then indexed by relative paths)."""
-    root = local_path(table_location).rstrip("/") or "/"
-    return not _relative(local_path(location), root).startswith("/")
+    return not _relative(local_path(location), _root(table_location)).startswith("/")
+
+
+def _root(table_location: str) -> str:
+    return local_path(table_location).rstrip("/") or "/"
 
 
 def _relative(folder: str, root: str) -> str:
