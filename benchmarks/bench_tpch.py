@@ -193,7 +193,7 @@ def check_plans(spark: Any, paths: tuple[str, ...]) -> None:
 
 def python_data_source(spark: Any) -> str:
     """A temporary view over ``spark.read.format("hsh").load(TABLE)`` (the explicit Python data source)."""
-    spark.read.format("hsh").load(TABLE).createOrReplaceTempView(PYTHON_DS_VIEW)
+    spark.read.format("hsh").option("pruneByQueryFilters", "true").load(TABLE).createOrReplaceTempView(PYTHON_DS_VIEW)
     return PYTHON_DS_VIEW
 
 

@@ -24,6 +24,13 @@ it never learns the query's filters; see :func:`_pushdown_disabled`.
 Limits of Spark's Python data-source API (4.3), stated so nobody is surprised: it has no column pruning, so
 every column is read; and it only receives AND-ed simple filters, so an ``OR`` in a query does not prune on this
 path. The native scan and :func:`storage_handler.spark.read_table` have neither limit.
+
+**Pruning by the query's filters is opt-in** (``.option("pruneByQueryFilters", "true")``), because of a Spark 4.3
+defect that can drop matching rows: the file list a scan planned with pushed filters is kept on the DataFrame's
+relation and reused by every later scan of it that pushes no filter (``df.where(...).count()`` then
+``df.count()`` counts only the first query's files; fixed upstream by keeping it per scan). Without the option
+this source reads every file of the table, always right; with it, use each loaded DataFrame (or view) for queries
+that all filter, or load it again.
 """
 
 from __future__ import annotations
@@ -33,7 +40,6 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
@@ -45,6 +51,7 @@ from storage_handler.split import Split
 
 log = logging.getLogger(__name__)
 PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
+PRUNE_OPTION = "pruneByQueryFilters"
 
 
 class HshDataSource(DataSource):
@@ -73,9 +80,12 @@ class HshDataSource(DataSource):
         with MetastoreClient(resolve_metastore_uri(self.options.get("metastore"))) as client:
             desc = TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
         return StructType.fromJson(json.loads(
-            spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri)))
+            spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri,
+                              desc.parameters)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if str(self.options.get(PRUNE_OPTION, "false")).strip().lower() != "true":
+            return HshReader(schema)  # see the module docstring: Spark 4.3 reuses a filtered scan's file list
         if _pushdown_disabled():
             log.warning("hsh: %s is off, so this read cannot see the query's filters and reads every file of the "
                         "table; set it to true to prune", PUSHDOWN_SETTING)
@@ -132,15 +142,13 @@ class HshReader(DataSourceReader):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from storage_handler.spark.reader import read_split
-        from storage_handler.stats.listing import local_path
 
         splits: tuple[Split, ...] = partition.value or ()  # pyspark reads once with None when nothing is kept
         schema = to_arrow_schema(StructType.fromJson(json.loads(self.schema_json)), timezone="UTC")
-        root = Path(local_path(self.identity.location))
         evaluator = self._evaluator()
         for split in splits:
-            yield from read_split(root, split, schema, self.identity.columns, self.identity.partition_keys,
-                                  evaluator=evaluator)
+            yield from read_split(self.identity.location, split, schema, self.identity.columns,
+                                  self.identity.partition_keys, evaluator=evaluator, conf=dict(self.identity.storage))
 
     def _evaluator(self) -> Any:
         """The query's predicate compiled for row-group pruning (None without a usable filter)."""

@@ -44,7 +44,8 @@ def path(request, spark, metastore_uri: str):
     """What to query: the registered table (the native scan) or a view over the explicit Python data source."""
     spark.conf.set("spark.sql.parquet.filterPushdown", "false")
     if request.param == "python-data-source":
-        spark.read.format("hsh").option("metastore", metastore_uri).load(TABLE).createOrReplaceTempView("edges_ds")
+        spark.read.format("hsh").option("metastore", metastore_uri).option("pruneByQueryFilters", "true") \
+            .load(TABLE).createOrReplaceTempView("edges_ds")
     yield request.param
     spark.conf.unset("spark.sql.parquet.filterPushdown")
 

@@ -38,7 +38,8 @@ def scan_path(request, spark, metastore_uri: str) -> Iterator[tuple[str, str]]:
     """(path, what to query): the registered table through the session extension (Spark's native scan), or a view
     over the explicit hsh Python data source, ``spark.read.format("hsh").load(table)``."""
     if request.param == "spark-datasource":
-        spark.read.format("hsh").option("metastore", metastore_uri).load(TABLE).createOrReplaceTempView("typed_ds")
+        spark.read.format("hsh").option("metastore", metastore_uri).option("pruneByQueryFilters", "true") \
+            .load(TABLE).createOrReplaceTempView("typed_ds")
         yield request.param, "typed_ds"
     else:
         yield request.param, TABLE
