@@ -19,13 +19,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage_handler.errors import DatasetError, SchemaError
-from storage_handler.stats.listing import DataFile, list_data_files, local_path, partition_path
+from storage_handler.errors import DatasetError, SchemaError, StorageError
+from storage_handler.stats.listing import DataFile, absolute_path, list_data_files, partition_path
+from storage_handler.storage import LOCAL, FileEntry, Storage, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -34,7 +34,7 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 @dataclass(frozen=True, slots=True)
 class Dataset:
-    root: Path
+    root: str  # where the files were listed: a local path or a URI
     location: str  # as registered in the metastore
     files: tuple[DataFile, ...]
     columns: tuple[tuple[str, HiveType], ...]
@@ -61,18 +61,14 @@ def partition_name(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | 
     return partition_path(list(zip((k for k, _ in keys), values, strict=True)))
 
 
-def local_root(path: str) -> Path:
-    """The local folder for ``path`` (a plain path or a ``file:`` URI)."""
-    return Path(local_path(path))
-
-
-def list_files(root: Path) -> list[DataFile]:
+def list_files(root: str, storage: Storage) -> list[DataFile]:
     """Every visible file under ``root``; each must sit in ``key=value`` folders only (Hive reads nothing else)."""
-    if not root.exists():
-        raise DatasetError(f"dataset path {root} does not exist")
-    if not root.is_dir():
+    location = parse_location(root)
+    if location.kind == LOCAL and storage.stat(root) is not None:
         raise DatasetError(f"dataset path {root} is not a folder; register the folder that holds the Parquet files")
-    files = list_data_files(str(root))
+    if not storage.is_dir(root):
+        raise DatasetError(f"dataset path {root} does not exist")
+    files = list_data_files(root, storage=storage)
     for f in files:
         folders = f.path.split("/")[:-1]
         bad = [seg for seg in folders if "=" not in seg or seg.startswith("=")]
@@ -84,7 +80,7 @@ def list_files(root: Path) -> list[DataFile]:
     return files
 
 
-def _partition_folders(root: Path, files: Sequence[DataFile]) -> dict[tuple[str | None, ...], str]:
+def _partition_folders(root: str, files: Sequence[DataFile]) -> dict[tuple[str | None, ...], str]:
     folders: dict[tuple[str | None, ...], str] = {}
     for f in files:
         folder = f.path.rsplit("/", 1)[0]
@@ -110,13 +106,17 @@ def infer_partition_type(values: Sequence[str | None]) -> HiveType:
     return HiveType("string")
 
 
-def read_schemas(root: Path, files: Sequence[DataFile], workers: int = 8) -> list[pa.Schema]:
+def read_schemas(root: str, files: Sequence[DataFile], storage: Storage, workers: int = 16) -> list[pa.Schema]:
     def read(f: DataFile) -> pa.Schema:
+        uri = absolute_path(root, f.path)
         try:
-            return pq.read_schema(root / f.path)
+            with storage.open_input(uri, FileEntry(uri, f.size, f.mtime_ms, f.version)) as source:
+                return pq.read_schema(source)
+        except StorageError:
+            raise
         except (pa.ArrowException, OSError) as e:
             raise DatasetError(
-                f"{root / f.path} is not a readable Parquet file ({e}); remove it, or rename it to start with "
+                f"{uri} is not a readable Parquet file ({e}); remove it, or rename it to start with "
                 "'_' or '.' so readers ignore it"
             ) from e
 
@@ -124,7 +124,7 @@ def read_schemas(root: Path, files: Sequence[DataFile], workers: int = 8) -> lis
         return list(pool.map(read, files))
 
 
-def unify_schemas(root: Path, files: Sequence[DataFile], schemas: Sequence[pa.Schema]) -> pa.Schema:
+def unify_schemas(root: str, files: Sequence[DataFile], schemas: Sequence[pa.Schema]) -> pa.Schema:
     fields: dict[str, tuple[pa.Field, str]] = {}
     for f, schema in zip(files, schemas, strict=True):
         for fld in schema:
@@ -135,8 +135,9 @@ def unify_schemas(root: Path, files: Sequence[DataFile], schemas: Sequence[pa.Sc
             first, first_file = fields[key]
             if not _compatible(first.type, fld.type):
                 raise SchemaError(
-                    f"column {fld.name!r} has type {first.type} in {root / first_file} but {fld.type} in "
-                    f"{root / f.path}; rewrite one of the files so the types agree (nothing was registered)"
+                    f"column {fld.name!r} has type {first.type} in {absolute_path(root, first_file)} but {fld.type} "
+                    f"in {absolute_path(root, f.path)}; rewrite one of the files so the types agree (nothing was "
+                    "registered)"
                 )
     return pa.schema([fld.with_name(name) for name, (fld, _) in fields.items()])
 
@@ -152,12 +153,15 @@ def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
         return False
 
 
-def discover(path: str, *, location: str | None = None,
-             progress: Callable[[str], None] | None = None) -> Dataset:
-    """Scan ``path`` and describe it as a Hive table would see it."""
+def discover(path: str, *, location: str | None = None, progress: Callable[[str], None] | None = None,
+             conf: Mapping[str, str] | None = None) -> Dataset:
+    """Scan ``path`` (a local folder or a URI such as ``s3a://bucket/folder``) and describe it as a Hive table
+    would see it. ``conf`` carries ``fs.s3a.*`` settings for object stores."""
     say = progress or (lambda _m: None)
-    root = local_root(path)
-    files = list_files(root)
+    parsed = parse_location(path)
+    root = parsed.uri
+    storage = storage_for(root, conf)
+    files = list_files(root, storage)
     if not files:
         raise DatasetError(f"no data files under {root} (hidden names starting with '_' or '.' are ignored)")
     key_names = list(files[0].partition_values)
@@ -168,7 +172,7 @@ def discover(path: str, *, location: str | None = None,
                 f"{list(f.partition_values)}; every file must sit under the same key=value levels"
             )
     say(f"found {len(files)} files under {root}; reading their Parquet schemas")
-    arrow_schema = unify_schemas(root, files, read_schemas(root, files))
+    arrow_schema = unify_schemas(root, files, read_schemas(root, files, storage))
     clash = set(key_names) & {n.lower() for n in arrow_schema.names}
     if clash:
         raise SchemaError(
@@ -181,7 +185,7 @@ def discover(path: str, *, location: str | None = None,
     )
     return Dataset(
         root=root,
-        location=location or f"file:{root}",
+        location=location or (f"file:{root}" if parsed.kind == LOCAL else root),
         files=tuple(files),
         columns=columns,
         partition_keys=keys,

@@ -13,6 +13,7 @@ from metastore.table_spec import (
     table_partition_keys,
 )
 from storage_handler.catalog import unregistered_folders
+from storage_handler.storage import s3a_settings, storage_for
 
 
 def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
@@ -21,34 +22,38 @@ def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
     names = client.get_partition_names(name.database, name.table) if keys else []
     partitions = len(names)
     params = table.parameters or {}
+    conf = s3a_settings(params)
+    storage = storage_for(table.sd.location, conf)
     return {
         "table": str(name),
         "type": table.tableType,
         "owner": table.owner,
         "location": table.sd.location,
+        "storage": storage.describe(),  # endpoint, region, addressing: never a credential
         "input_format": table.sd.inputFormat,
         "serde": table.sd.serdeInfo.serializationLib if table.sd.serdeInfo else None,
         "columns": [{"name": n, "type": t} for n, t in table_columns(table)],
         "partition_keys": [{"name": n, "type": t} for n, t in keys],
         "partitions": partitions,
         # folders under the table that hold files but are no registered partition: not read until `hsh sync`
-        "unregistered_partition_folders": len(unregistered_folders(table.sd.location, [k for k, _ in keys], names)),
+        "unregistered_partition_folders": len(unregistered_folders(table.sd.location, [k for k, _ in keys], names,
+                                                                   storage=storage)),
         "handler": params.get(f"{PARAM_PREFIX}storage_handler"),
-        **_index_info(table.sd.location, [k for k, _ in keys]),
+        **_index_info(table.sd.location, [k for k, _ in keys], conf),
         "handler_parameters": {k: v for k, v in sorted(params.items()) if k.startswith(PARAM_PREFIX)},
         # written by versions before 0.2; they break Spark sessions without this package: `hsh sync` removes them
         "legacy_parameters_to_remove": legacy_parameters(params),
     }
 
 
-def _index_info(location: str, partition_keys: list[str]) -> dict[str, Any]:
+def _index_info(location: str, partition_keys: list[str], conf: dict[str, str]) -> dict[str, Any]:
     """Index version and coverage, read from storage (the truth), not from the metastore's copy of the pointer."""
     from storage_handler.errors import StorageHandlerError
     from storage_handler.stats import list_data_files, load
 
     try:
-        files = list_data_files(location, partition_keys)
-        snapshot = load(location)
+        files = list_data_files(location, partition_keys, storage_for(location, conf))
+        snapshot = load(location, conf=conf)
     except StorageHandlerError as e:
         return {"index_error": str(e)}
     if snapshot is None:

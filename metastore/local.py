@@ -289,10 +289,11 @@ class LocalMetastore(LocalService):
 
 
 def compile_launcher(target_root: Path) -> Path | None:
-    """Compile ``java/LoopbackMetaStore.java`` under ``target_root`` (once per source version); None without javac."""
+    """Compile ``java/*.java`` (the launcher and its object-store folders) under ``target_root`` (once per source
+    version); None without javac."""
     from storage_handler.spark.jvm import compile_java
 
-    return compile_java([Path(__file__).with_name("java") / "LoopbackMetaStore.java"], target_root)
+    return compile_java(sorted(Path(__file__).with_name("java").glob("*.java")), target_root)
 
 
 class LocalThriftServer(LocalService):

@@ -12,7 +12,6 @@ import getpass
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
 
 from metastore import hooked
 from metastore.client import MetastoreClient
@@ -28,6 +27,7 @@ from metastore.table_spec import (
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
+from storage_handler.storage import check_no_secrets, parse_location
 
 DEFAULT_BATCH = 1000
 
@@ -72,7 +72,9 @@ def plan_registration(
     table_properties: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> RegistrationPlan:
-    dataset = discover(path, location=location, progress=progress)
+    properties = dict(table_properties or {})
+    check_no_secrets(properties, "--table-property")
+    dataset = discover(path, location=location, progress=progress, conf=properties)
     create_database = not client.database_exists(name.database)
     existing_parts: set[str] = set()
     create_table = True
@@ -86,7 +88,7 @@ def plan_registration(
     )
     return RegistrationPlan(
         name=name, dataset=dataset, create_database=create_database, create_table=create_table,
-        missing_partitions=missing, owner=owner or getpass.getuser(), table_properties=dict(table_properties or {}),
+        missing_partitions=missing, owner=owner or getpass.getuser(), table_properties=properties,
     )
 
 
@@ -124,8 +126,8 @@ def apply_registration(
                         parameters=plan.table_properties)
     hook = StorageHandler().get_meta_hook()
     hook.show_progress = show_progress
-    if urlparse(ds.location).scheme not in ("", "file"):
-        hook.storage_root = f"file:{ds.root}"  # --location names a place we cannot list: index the scanned copy
+    if ds.location != ds.root and parse_location(ds.location) != parse_location(ds.root):
+        hook.storage_root = ds.root  # --location names where readers find these files: index the scanned copy
     if plan.create_table:
         hooked.create_table(client, table, hook)
     else:  # refresh the index and record its version, under the lock, on a freshly read table

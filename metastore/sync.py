@@ -18,7 +18,6 @@ sync interrupted by a metastore restart is finished by running it again.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,8 @@ from metastore.table_spec import (
 )
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
-from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION, local_path, partition_path
+from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION, absolute_path, partition_path
+from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.types import HiveType, parse_hive_type
 
 
@@ -69,7 +69,8 @@ def plan_sync(
     progress: Callable[[str], None] | None = None,
 ) -> SyncPlan:
     table = client.get_table(name.database, name.table)
-    dataset = discover(local_path(table.sd.location), location=table.sd.location, progress=progress)
+    conf = s3a_settings(table.parameters)
+    dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf)
     new_columns = _schema_changes(name, table, dataset)
     registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
     have = {_name(table, p) for p in registered}
@@ -77,7 +78,8 @@ def plan_sync(
     to_add = tuple(v for p, v in on_storage.items() if p not in have)
     # vanished: a registered partition whose own location is gone (one registered elsewhere is not missing
     # just because the table folder has no k=v folder for it)
-    missing = tuple(sorted(_name(table, p) for p in registered if not os.path.isdir(local_path(p.sd.location))))
+    missing = tuple(sorted(_name(table, p) for p in registered
+                           if not storage_for(p.sd.location, conf).is_dir(p.sd.location)))
     return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing,
                     tuple(legacy_parameters(table.parameters)))
 
@@ -121,11 +123,14 @@ def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]
     from storage_handler.types import arrow_to_hive
 
     hits = []
+    storage = storage_for(dataset.root)
     for f in dataset.files:
-        schema = pq.read_schema(dataset.root / f.path)
+        uri = absolute_path(dataset.root, f.path)
+        with storage.open_input(uri) as source:
+            schema = pq.read_schema(source)
         for field in schema:
             if field.name.lower() == column and str(arrow_to_hive(field.type, column)) == str(hive_type):
-                hits.append(str(dataset.root / f.path))
+                hits.append(uri)
     return hits
 
 

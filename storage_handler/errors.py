@@ -51,6 +51,14 @@ class FilterError(StorageHandlerError, ValueError):
     """A filter (HiveQL text, serialized expression, SearchArgument) that cannot be parsed or bound."""
 
 
+class StorageError(StorageHandlerError, OSError):
+    """Storage refused or failed a request: a missing bucket, denied credentials, an endpoint that is down."""
+
+
+class ObjectChangedError(StorageError):
+    """A file changed (or was replaced) between its listing and a read of it: list again."""
+
+
 class StatsIndexError(StorageHandlerError, RuntimeError):
     """The column-statistics index is missing, corrupt, or refers to files it must not."""
 

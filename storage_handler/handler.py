@@ -36,6 +36,7 @@ from storage_handler.expr.nodes import Expr
 from storage_handler.expr.render import to_hiveql
 from storage_handler.input_format import ParquetInputFormat, is_trivial
 from storage_handler.sarg import serde as sarg_serde
+from storage_handler.storage import s3a_settings
 from storage_handler.table_desc import TableDesc
 
 
@@ -75,6 +76,7 @@ class StorageHandler:
         ))
         if table_desc.metastore_uri:  # Hive's job configurations carry it too: partitions are listed there
             job_properties[METASTORE_URIS] = table_desc.metastore_uri
+        job_properties.update(s3a_settings(table_desc.parameters))  # the table's S3 endpoint settings, no secrets
         version = table_desc.parameters.get(keys.INDEX_VERSION)
         if version is not None:
             job_properties[keys.INDEX_VERSION] = version

@@ -13,7 +13,7 @@ The table is what the metastore says (Hive's model), and its files are what stor
 2. **List** the real files of the surviving partitions (or of the table folder, unpartitioned), concurrently.
    A file deleted since indexing is never returned.
 3. **Statistics pruning**: the index rows are aligned to the listing with one vectorized ``index_in`` on the path;
-   a row counts only if size, mtime and change time (ctime) still match. A file the index does not know, or that
+   a row counts only if size, mtime and the storage's version tag (ctime locally, ETag on S3) still match. A file the index does not know, or that
    changed since, has no statistics and is kept. Without an index the answer is the same, only less pruned.
 """
 
@@ -33,6 +33,7 @@ from storage_handler.catalog import (
     PartitionSource,
     index_prefixes,
     list_partition_files,
+    list_table_files,
     prune_partition_names,
 )
 from storage_handler.catalog.metastore_source import partition_source
@@ -41,8 +42,9 @@ from storage_handler.job_conf import JobConf
 from storage_handler.pruning import PredicateEvaluator
 from storage_handler.sarg import ExprOp, SearchArgument
 from storage_handler.split import Split
-from storage_handler.stats import DataFile, list_data_files
+from storage_handler.stats import DataFile
 from storage_handler.stats import load as load_index
+from storage_handler.storage import storage_for
 
 log = logging.getLogger(__name__)
 STATS_COLUMNS = ("num_records", "min_values", "max_values", "null_count")
@@ -99,12 +101,12 @@ def is_trivial(sarg: SearchArgument) -> bool:
 
 
 def scan_batch(files: Sequence[DataFile]) -> pa.Table:
-    """The scan files as one Arrow batch: path, size, mtime, change time and the partition-values map."""
+    """The scan files as one Arrow batch: path, size, mtime, version tag and the partition-values map."""
     return pa.table({
         "path": pa.array([f.path for f in files], pa.string()),
         "size": pa.array([f.size for f in files], pa.int64()),
         "modification_time": pa.array([f.mtime_ms for f in files], pa.int64()),
-        "change_time": pa.array([f.ctime_ns for f in files], pa.int64()),
+        "version_tag": pa.array([f.version for f in files], pa.string()),
         "partition_values": pa.array([list(f.partition_values.items()) for f in files],
                                      pa.map_(pa.string(), pa.string())),
     })
@@ -116,7 +118,7 @@ def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]
         return scan, scan.num_rows
     positions = pc.index_in(scan.column("path"), value_set=index.column("path"))
     fresh = pa.scalar(True)
-    for column in ("size", "modification_time", "change_time"):  # all must match; a null never does
+    for column in ("size", "modification_time", "version_tag"):  # all must match; a null never does
         fresh = pc.and_kleene(fresh, pc.equal(pc.take(index.column(column), positions), scan.column(column)))
     fresh = pc.fill_null(fresh, False)
     positions = pc.if_else(fresh, positions, pa.scalar(None, positions.type))
@@ -137,6 +139,7 @@ class ParquetInputFormat:
         sarg = decoded.sarg
         evaluator = None if is_trivial(sarg) else PredicateEvaluator(sarg, conf.columns, conf.partition_keys)
         t0 = time.perf_counter()
+        storage = storage_for(conf.location, job_conf)
         keys = [k for k, _ in conf.partition_keys]
         partitions_total = partitions_kept = 0
         prefixes: list[str] | None = None  # read only these index rows (None: all)
@@ -150,10 +153,10 @@ class ParquetInputFormat:
             if partitions_kept < partitions_total and partitions_kept <= MAX_INDEX_PREFIXES:
                 prefixes = index_prefixes(conf.location, kept_parts)
             t1 = time.perf_counter()
-            files = list_partition_files(conf.location, keys, kept_parts, table=conf.table)
+            files = list_partition_files(conf.location, keys, kept_parts, table=conf.table, storage=storage)
         else:
             t1 = time.perf_counter()
-            files = list_data_files(conf.location, [])
+            files = list_table_files(conf.location, table=conf.table, storage=storage)
         scan = scan_batch(files)
         t2 = time.perf_counter()
         sizes = scan.column("size")
@@ -164,7 +167,7 @@ class ParquetInputFormat:
         else:
             after_parts = evaluator.eval(scan)
             t3 = time.perf_counter()
-            snapshot = load_index(conf.location, prefixes)
+            snapshot = load_index(conf.location, prefixes, conf=job_conf)
             index_version = snapshot.version if snapshot else None
             scan, unknown = attach_stats(scan, snapshot.table if snapshot else None)
             selection = evaluator.eval(scan, after_parts)

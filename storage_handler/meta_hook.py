@@ -15,14 +15,14 @@ failed (see :mod:`metastore.hooked`, which does exactly that). Here that means:
 from __future__ import annotations
 
 import logging
-import shutil
 from typing import Any
 
 from storage_handler.catalog import PartitionSource, is_under, list_partition_files
 from storage_handler.contract import PARAM_INDEX_VERSION
 from storage_handler.stats import StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
-from storage_handler.stats.listing import DataFile, list_data_files, local_path
+from storage_handler.stats.listing import DataFile, list_data_files
+from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.table_desc import TableDesc
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class IndexMetaHook:
     def pre_create_table(self, table: Any) -> None:
         desc = TableDesc.from_hms(table)
         root = self._root(desc)
-        existed = load_index(root) is not None
+        existed = load_index(root, conf=s3a_settings(desc.parameters)) is not None
         version = self._refresh(desc)
         if not existed:
             self._created_index.add(root)
@@ -62,7 +62,7 @@ class IndexMetaHook:
         location = self._root(TableDesc.from_hms(table))
         if location in self._created_index:
             log.info("create of %s.%s failed: removing the index this hook built", table.dbName, table.tableName)
-            shutil.rmtree(index_dir(location), ignore_errors=True)
+            storage_for(location, s3a_settings(table.parameters)).delete_tree(index_dir(location))
             self._created_index.discard(location)
 
     # -- drop
@@ -74,10 +74,8 @@ class IndexMetaHook:
 
     def commit_drop_table(self, table: Any, delete_data: bool) -> None:
         location = self._root(TableDesc.from_hms(table))
-        if delete_data:
-            shutil.rmtree(local_path(location), ignore_errors=True)
-        else:
-            shutil.rmtree(index_dir(location), ignore_errors=True)
+        storage = storage_for(location, s3a_settings(table.parameters))
+        storage.delete_tree(location if delete_data else index_dir(location))
 
     # -- alter
     def pre_alter_table(self, table: Any) -> None:
@@ -94,8 +92,10 @@ class IndexMetaHook:
         if self.partitions is None or not keys:
             return None
         root = self._root(desc)
+        storage = storage_for(root, s3a_settings(desc.parameters))
         outside = [p for p in self.partitions.by_names(self.partitions.names()) if not is_under(root, p.location)]
-        return list_data_files(root, keys) + list_partition_files(root, keys, outside, table=desc.name)
+        return list_data_files(root, keys, storage) + list_partition_files(root, keys, outside, table=desc.name,
+                                                                           storage=storage)
 
     def _root(self, desc: TableDesc) -> str:
         return self.storage_root or desc.location
@@ -105,6 +105,7 @@ class IndexMetaHook:
         version, diff = update_index(
             self._root(desc), desc.columns, self._files(desc, keys), partition_columns=keys,
             options=StatsOptions.for_table(desc.parameters), show_progress=self.show_progress,
+            conf=s3a_settings(desc.parameters),
         )
         self.last_diff = diff
         return int(version or 0)

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import s3 as s3_support
+
+s3_support.configure_environment()  # before any Spark JVM or subprocess starts: they inherit it
+
 
 @pytest.fixture(scope="session")
 def hsh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -93,3 +97,23 @@ def events_dataset(tmp_path: Path) -> Path:
     from storage_handler.demo.data import generate_events
 
     return generate_events(tmp_path / "events", days=3, files_per_day=3, rows_per_file=100)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[s3_support.S3Server]:
+    """A real S3 endpoint (moto's server) on 127.0.0.1, started once and stopped by PID."""
+    server = s3_support.S3Server(tmp_path_factory.mktemp("s3"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["local", "s3"])
+def storage_root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh folder for a table: on the local disk, or in a new bucket of the test S3 endpoint."""
+    if request.param == "local":
+        return str(tmp_path / "table")
+    request.getfixturevalue("s3_server")
+    return f"s3a://{s3_support.new_bucket()}/warehouse/table"

@@ -35,16 +35,16 @@ def test_small_files_are_packed_and_parallelism_kept() -> None:
 
 
 def test_attach_stats_keeps_unknown_and_changed_files_without_stats() -> None:
-    files = [DataFile("a", 10, 1, {}, 5), DataFile("b", 20, 2, {}, 6), DataFile("new", 5, 3, {}, 7),
-             DataFile("c", 30, 4, {}, 8), DataFile("d", 40, 5, {}, 9), DataFile("e", 50, 6, {}, None)]
+    files = [DataFile("a", 10, 1, {}, "5"), DataFile("b", 20, 2, {}, "6"), DataFile("new", 5, 3, {}, "7"),
+             DataFile("c", 30, 4, {}, "8"), DataFile("d", 40, 5, {}, "9"), DataFile("e", 50, 6, {}, None)]
     index = pa.table({
         "path": ["b", "a", "gone", "c", "d", "e"], "size": [20, 99, 1, 30, 40, 50],
-        "modification_time": [2, 1, 1, 4, 5, 6], "change_time": pa.array([6, 5, 1, 1, None, 9], pa.int64()),
+        "modification_time": [2, 1, 1, 4, 5, 6], "version_tag": pa.array(["6", "5", "1", "1", None, "9"], pa.string()),
         "num_records": pa.array([7, 8, 9, 10, 11, 12], pa.int64()),
     })
     scan, unknown = attach_stats(scan_batch(files), index)
-    # a: size changed; new: unknown; c: rewritten keeping size and mtime (ctime moved); d: index has no ctime;
-    # e: the listing has no ctime. Only b is trusted.
+    # a: size changed; new: unknown; c: rewritten keeping size and mtime (version tag moved); d: index has no tag;
+    # e: the listing has no tag. Only b is trusted.
     assert scan.column("num_records").to_pylist() == [None, 7, None, None, None, None]
     assert unknown == 5
 
@@ -95,10 +95,10 @@ def test_an_index_without_change_times_is_used_only_after_a_refresh(tmp_path: Pa
     update_index(str(table), columns)
     snapshot = load(str(table))
     assert snapshot is not None
-    old = snapshot.table.drop_columns(["change_time"])
-    pq.write_table(old, snapshot.path)  # the same snapshot as an older release wrote it
+    old = snapshot.table.drop_columns(["version_tag"])
+    pq.write_table(old, snapshot.path)  # the same snapshot as an older release wrote it (no change times)
     reloaded = load(str(table))
-    assert reloaded is not None and reloaded.table.column("change_time").null_count == 1
+    assert reloaded is not None and reloaded.table.column("version_tag").null_count == 1
     assert "prunes nothing until `hsh index refresh`" in caplog.text  # the user is told what to run
     desc = TableDesc("db.t", str(table), tuple(columns))
     result, _ = list_status_for(desc, "x = 8")

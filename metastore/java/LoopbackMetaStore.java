@@ -1,6 +1,7 @@
 // A Hive Metastore (2.3, from the pyspark wheel's jars) whose Thrift server listens on one address only.
 // Hive 2.3's own HiveMetaStore.main binds every interface and has no option to change that; an embedded,
 // unauthenticated metastore must not be reachable from the network, so hsh starts this launcher instead.
+// Object-store locations get ObjectStoreFolders (see there): the wheel has no S3A classes.
 // Usage: java -cp "<jars>/*:<classes>" LoopbackMetaStore <bind-address> <port>
 import java.net.InetSocketAddress;
 
@@ -18,6 +19,9 @@ public class LoopbackMetaStore {
     String host = args[0];
     int port = Integer.parseInt(args[1]);
     HiveConf conf = new HiveConf(HiveMetaStore.HMSHandler.class);
+    for (String scheme : new String[] {"s3a", "s3", "s3n", "gs", "abfs", "abfss"}) {
+      if (!loadable(conf.get("fs." + scheme + ".impl"))) conf.set("fs." + scheme + ".impl", "ObjectStoreFolders");
+    }
     ThriftHiveMetastore.Iface handler = HiveMetaStore.newRetryingHMSHandler("hsh-loopback-metastore", conf, false);
     TSetIpAddressProcessor<ThriftHiveMetastore.Iface> processor = new TSetIpAddressProcessor<>(handler);
     TServerSocket socket = new TServerSocket(new InetSocketAddress(host, port));
@@ -29,5 +33,15 @@ public class LoopbackMetaStore {
         .maxWorkerThreads(200);
     System.out.println("hsh: metastore listening on " + host + ":" + port);
     new TThreadPoolServer(serverArgs).serve();
+  }
+
+  private static boolean loadable(String className) {
+    if (className == null) return false;
+    try {
+      Class.forName(className);
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 }

@@ -13,6 +13,7 @@ from storage_handler.catalog.listing import (
     index_prefixes,
     is_under,
     list_partition_files,
+    list_table_files,
     unregistered_folders,
 )
 from storage_handler.catalog.partitions import (
@@ -26,5 +27,5 @@ from storage_handler.stats.listing import absolute_path
 
 __all__ = [
     "Partition", "PartitionSource", "StaticPartitions", "absolute_path", "index_prefixes", "is_under",
-    "list_partition_files", "parse_partition_name", "prune_partition_names", "unregistered_folders",
+    "list_partition_files", "list_table_files", "parse_partition_name", "prune_partition_names", "unregistered_folders",
 ]

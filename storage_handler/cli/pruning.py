@@ -56,13 +56,15 @@ def _unregistered(args: argparse.Namespace, desc: Any) -> int:
     """How many partition folders under the table hold files but are no registered partition (a hint)."""
     from metastore.client import MetastoreClient
     from storage_handler.catalog import unregistered_folders
+    from storage_handler.storage import s3a_settings, storage_for
 
     if not desc.partition_keys:
         return 0
     database, _, table = desc.name.partition(".")
     with MetastoreClient(metastore_uri(args)) as client:
         names = client.get_partition_names(database, table)
-    return len(unregistered_folders(desc.location, [k for k, _ in desc.partition_keys], names))
+    storage = storage_for(desc.location, s3a_settings(desc.parameters))
+    return len(unregistered_folders(desc.location, [k for k, _ in desc.partition_keys], names, storage=storage))
 
 
 def _scan(args: argparse.Namespace) -> int:

@@ -26,6 +26,10 @@ def add_commands(sub: Any) -> None:
             a.set_defaults(func=_run, service=name)
     conf = sub.add_parser("spark-conf", help="the --conf flags that make spark-submit / spark-sql / pyspark read "
                                              "registered tables through the handler")
+    conf.add_argument("--s3", action="store_true",
+                      help="also the settings that let Spark read s3a:// (and s3://, s3n://) tables: hadoop-aws for "
+                           "this Spark's Hadoop version, S3A for the s3 and s3n schemes, and the endpoint / path-style "
+                           "settings of $AWS_ENDPOINT_URL (credentials stay in the AWS chain)")
     add_json_option(conf)
     conf.set_defaults(func=_spark_conf)
 
@@ -37,6 +41,10 @@ def _spark_conf(args: argparse.Namespace) -> int:
     from storage_handler.spark.jvm import native_scan_conf
 
     conf = {"spark.sql.python.filterPushdown.enabled": "true", **native_scan_conf()}
+    if args.s3:
+        from storage_handler.spark.config import s3_spark_conf
+
+        conf.update(s3_spark_conf())
     if args.json:
         print_json(conf)
     else:

@@ -17,7 +17,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would be created; change nothing")
     p.add_argument("--location", help="location to record in the metastore (default: file:<absolute PATH>)")
     p.add_argument("--owner", help="table owner (default: the current user)")
-    p.add_argument("--table-property", action="append", default=[], metavar="K=V", help="extra table parameter")
+    p.add_argument("--table-property", action="append", default=[], metavar="K=V",
+                   help="extra table parameter; fs.s3a.endpoint, fs.s3a.endpoint.region and "
+                        "fs.s3a.path.style.access (also per bucket: fs.s3a.bucket.NAME.*) configure an S3 table "
+                        "(credentials only from the AWS chain)")
     p.add_argument("--scan-float-columns", action="store_true",
                    help="read float/double columns when indexing, so their bounds can prune (footers cannot prove "
                         "a float column free of NaN); slower indexing. Sets hsh.stats.scan_float_columns=true")
@@ -37,7 +40,7 @@ def add_commands(sub: Any) -> None:
 
     p = sub.add_parser("drop", help="drop a table from the metastore (data is kept unless --purge)")
     p.add_argument("table", metavar="DB.TABLE")
-    p.add_argument("--purge", action="store_true", help="also delete the table's files (local locations only)")
+    p.add_argument("--purge", action="store_true", help="also delete the table's files")
     add_metastore_option(p)
     add_json_option(p)
     p.set_defaults(func=_drop)
@@ -131,15 +134,15 @@ def _sync(args: argparse.Namespace) -> int:
 def _drop(args: argparse.Namespace) -> int:
     from metastore import hooked
     from metastore.client import MetastoreClient
-    from metastore.dataset import local_root
     from metastore.table_spec import parse_table_name
     from storage_handler.handler import StorageHandler
+    from storage_handler.storage import parse_location
 
     name = parse_table_name(args.table)
     with MetastoreClient(metastore_uri(args)) as client:
         location = client.get_table(name.database, name.table).sd.location
         if args.purge:
-            local_root(location)  # refuse non-local locations before dropping anything
+            parse_location(location)  # refuse a location no backend can reach before dropping anything
         hooked.drop_table(client, name.database, name.table, StorageHandler().get_meta_hook(),
                           delete_data=args.purge)
     result = {"table": str(name), "dropped": True, "location": location, "data_deleted": bool(args.purge)}

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
+from storage_handler.errors import ConfigurationError
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -36,4 +41,33 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None, *, native_scan:
         from storage_handler.spark.jvm import native_scan_conf
 
         conf.update(native_scan_conf())
+    return conf
+
+
+def hadoop_version() -> str:
+    """The Hadoop version of the installed pyspark (from its ``hadoop-client-api-X.jar``)."""
+    from metastore.local import spark_home
+
+    for jar in sorted((spark_home() / "jars").glob("hadoop-client-api-*.jar")):
+        return jar.name[len("hadoop-client-api-"):-len(".jar")]
+    raise ConfigurationError("cannot tell the Hadoop version of this pyspark: no hadoop-client-api jar in its jars/")
+
+
+def s3_spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a Spark session needs to read S3 tables natively: ``hadoop-aws`` matching its Hadoop (Hadoop's
+    S3A connector; it brings the AWS SDK bundle it needs), S3A for ``s3://`` and ``s3n://`` too, and -- when
+    ``AWS_ENDPOINT_URL[_S3]`` names a custom endpoint -- that endpoint with path-style addressing. Credentials are
+    never written: S3A reads the same AWS chain (environment, profile, instance role)."""
+    env = os.environ if environ is None else environ
+    conf = {
+        "spark.jars.packages": f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3n.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.aws.credentials.provider":
+            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider",
+    }
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
     return conf

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from storage_handler.spark.metrics import record_scan
-from storage_handler.spark.table_props import spark_type_json
-from storage_handler.stats.listing import local_path
+from storage_handler.spark.table_props import spark_type_json, storage_pairs
+from storage_handler.storage import file_uri, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -116,7 +116,8 @@ def _plan_with_spark(spark: SparkSession, factory: Any, desc: TableDesc, table: 
     nodes = json.loads(factory.filtersFor(spark._jsparkSession, table, where)) if where else []
     filters = decode_filters(nodes, on_undecodable=lambda e: log.warning("read_table: filter left out of pruning "
                                                                          "(%s)", e))
-    identity = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri)
+    identity = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri,
+                             storage_pairs(desc.parameters))
     configured = configure(identity, filters)
     return list_files(configured, path="read_table", record=False), list(configured.pushed_filters)
 
@@ -150,8 +151,8 @@ def _over_kept_files(spark: SparkSession, factory: Any, desc: TableDesc, files: 
     from storage_handler.spark.planning import file_rows
     from storage_handler.spark.table_props import TableIdentity
 
-    table = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys,
-                          desc.metastore_uri).to_contract()
+    table = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri,
+                          storage_pairs(desc.parameters)).to_contract()
     relation = factory.keptFiles(spark._jsparkSession, json.dumps(table), json.dumps(file_rows(desc.location, files)))
     return DataFrame(spark._jsparkSession.baseRelationToDataFrame(relation), spark)
 
@@ -173,17 +174,17 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
             {"name": n, "type": spark_type_json(t), "nullable": True, "metadata": {}} for n, t in pairs]})
 
     schema = struct(desc.schema)
-    inside = [f for f in files if not f.path.startswith("/")]
-    outside = [f for f in files if f.path.startswith("/")]
+    inside = [f for f in files if not _is_absolute(f.path)]
+    outside = [f for f in files if _is_absolute(f.path)]
     frames = []
-    root = "file://" + local_path(desc.location).rstrip("/")
+    root = file_uri(parse_location(desc.location).uri).rstrip("/")
     if inside:
         paths = [f"{root}/{f.path}" for f in inside]
         with _serial_listing(spark, len(paths)):
             frames.append(spark.read.schema(schema).option("basePath", root).parquet(*paths))
     groups: dict[tuple[tuple[str, str | None], ...], list[str]] = {}
     for f in outside:
-        groups.setdefault(f.partition_values, []).append("file://" + absolute_path(desc.location, f.path))
+        groups.setdefault(f.partition_values, []).append(file_uri(absolute_path(desc.location, f.path)))
     for values, paths in groups.items():
         by_key = dict(values)
         with _serial_listing(spark, len(paths)):
@@ -196,6 +197,10 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out
+
+
+def _is_absolute(path: str) -> bool:
+    return path.startswith("/") or "://" in path
 
 
 def explain_json(spark: SparkSession, table: str, where: str | None = None) -> str:

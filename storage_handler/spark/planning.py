@@ -38,7 +38,7 @@ def configure(identity: TableIdentity, filters: Sequence[Filter]) -> Configured:
         pushed = handler.decompose_predicate(None, None, decoded.decoded.residual)
         converted = decoded.converted
     desc = TableDesc(identity.table, identity.location, identity.columns, identity.partition_keys,
-                     metastore_uri=identity.metastore_uri)
+                     parameters=dict(identity.storage), metastore_uri=identity.metastore_uri)
     props: dict[str, str] = {}
     handler.configure_input_job_properties(desc, props, pushed)
     return Configured(props, tuple(repr(f) for f in converted))
@@ -59,7 +59,8 @@ def file_rows(location: str, files: Sequence[FileStatus]) -> list[list[Any]]:
     """Kept files as the contract's positional ``file_row`` (the JVM side reads them by these positions)."""
     from storage_handler.catalog import absolute_path
     from storage_handler.contract import FILE_ROW
+    from storage_handler.storage import file_uri
 
-    rows = ({"uri": "file://" + absolute_path(location, f.path), "bytes": f.length, "mtime_ms": f.modification_time,
+    rows = ({"uri": file_uri(absolute_path(location, f.path)), "bytes": f.length, "mtime_ms": f.modification_time,
              "partition_values": dict(f.partition_values)} for f in files)
     return [[row[name] for name in FILE_ROW] for row in rows]

@@ -12,8 +12,7 @@ Spark checks the batches a Python data source yields against the declared schema
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +23,8 @@ from storage_handler.errors import DatasetError
 from storage_handler.spark.partition_text import spark_cast
 from storage_handler.split import Split
 from storage_handler.stats import DataFile, indexed_columns, stats_from_metadata, stats_table
+from storage_handler.stats.listing import absolute_path
+from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
 
 
@@ -74,7 +75,7 @@ def row_groups_to_read(
 
 
 def read_split(
-    location_root: Path,
+    location: str,
     split: Split,
     schema: pa.Schema,
     columns: Sequence[tuple[str, HiveType]],
@@ -82,15 +83,19 @@ def read_split(
     *,
     evaluator: Any = None,
     batch_size: int = 65536,
+    conf: Mapping[str, str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield record batches of ``schema`` (the Arrow form of Spark's schema: data columns, then partition keys).
 
-    With an ``evaluator`` (a :class:`~storage_handler.pruning.PredicateEvaluator` of the query), row groups whose
-    statistics rule out every match are skipped.
+    ``location`` is the table's (``split.path`` is relative to it, or absolute); the file is read through
+    ``pyarrow.fs`` on its storage (``conf``: the table's ``fs.s3a.*`` settings). With an ``evaluator`` (a
+    :class:`~storage_handler.pruning.PredicateEvaluator` of the query), row groups whose statistics rule out every
+    match are skipped.
     """
-    full = location_root / split.path
+    full = absolute_path(location, split.path)
     try:
-        pf = pq.ParquetFile(full)
+        filesystem, path = storage_for(full, conf).arrow_filesystem(full)
+        pf = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
     except (OSError, pa.ArrowException) as e:
         raise DatasetError(f"cannot read data file {full}: {e}") from e
     present = {name.lower(): name for name in pf.schema_arrow.names}

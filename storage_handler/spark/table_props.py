@@ -22,6 +22,7 @@ from typing import Any
 
 from storage_handler import contract
 from storage_handler.errors import SchemaError
+from storage_handler.storage import s3a_settings
 from storage_handler.types import HiveType, parse_hive_type
 
 PROVIDER = "hsh"  # the Python data source's short name: spark.read.format("hsh")
@@ -31,6 +32,7 @@ MD_LOCATION = "hsh.location"
 MD_HIVE_TYPE = "hsh.hive_type"
 MD_PARTITION = "hsh.partition"
 MD_METASTORE = "hsh.metastore"
+MD_STORAGE = "hsh.storage"
 
 _SIMPLE = {
     "tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long", "float": "float",
@@ -59,13 +61,14 @@ def spark_type_json(t: HiveType) -> Any:
 
 def spark_schema_json(
     table: str, location: str, columns: Sequence[tuple[str, HiveType]], partition_keys: Sequence[tuple[str, HiveType]],
-    metastore_uri: str | None = None,
+    metastore_uri: str | None = None, storage: Mapping[str, str] | None = None,
 ) -> str:
     fields = []
     for i, (name, t) in enumerate([*columns, *partition_keys]):
         metadata: dict[str, Any] = {MD_HIVE_TYPE: str(t), MD_PARTITION: i >= len(columns)}
         if i == 0:
-            metadata.update({MD_TABLE: table, MD_LOCATION: location, MD_METASTORE: metastore_uri})
+            metadata.update({MD_TABLE: table, MD_LOCATION: location, MD_METASTORE: metastore_uri,
+                             MD_STORAGE: json.dumps(s3a_settings(storage), sort_keys=True)})
         fields.append({"name": name, "type": spark_type_json(t), "nullable": True, "metadata": metadata})
     return json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
 
@@ -79,6 +82,7 @@ class TableIdentity:
     columns: tuple[tuple[str, HiveType], ...]
     partition_keys: tuple[tuple[str, HiveType], ...]
     metastore_uri: str | None = None  # where a partitioned table's partitions are listed at read time
+    storage: tuple[tuple[str, str], ...] = ()  # the table's fs.s3a.* settings (no secrets)
 
     @property
     def schema(self) -> list[tuple[str, HiveType]]:
@@ -91,6 +95,7 @@ class TableIdentity:
             "columns": [[n, str(t)] for n, t in self.columns],
             "partition_keys": [[n, str(t)] for n, t in self.partition_keys],
             "metastore": self.metastore_uri,
+            "storage": dict(self.storage),
         }
         contract.require(message, contract.TABLE, "table message")
         return message
@@ -105,7 +110,7 @@ class TableIdentity:
 
         metastore = message["metastore"]
         return cls(str(message["name"]), str(message["location"]), pairs("columns"), pairs("partition_keys"),
-                   str(metastore) if metastore else None)
+                   str(metastore) if metastore else None, storage_pairs(message["storage"]))
 
 
 def identity_from_metadata(fields: Sequence[tuple[str, Mapping[str, Any]]]) -> TableIdentity:
@@ -121,4 +126,11 @@ def identity_from_metadata(fields: Sequence[tuple[str, Mapping[str, Any]]]) -> T
     for name, md in fields:
         t = parse_hive_type(md[MD_HIVE_TYPE])
         (keys if md.get(MD_PARTITION) else columns).append((name.lower(), t))
-    return TableIdentity(first[MD_TABLE], first[MD_LOCATION], tuple(columns), tuple(keys), first.get(MD_METASTORE))
+    storage = json.loads(first.get(MD_STORAGE) or "{}")
+    return TableIdentity(first[MD_TABLE], first[MD_LOCATION], tuple(columns), tuple(keys), first.get(MD_METASTORE),
+                         storage_pairs(storage))
+
+
+def storage_pairs(settings: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    """A table's ``fs.s3a.*`` settings as a sorted, hashable tuple (credential keys left out)."""
+    return tuple(sorted(s3a_settings({str(k): str(v) for k, v in (settings or {}).items()}).items()))

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from storage_handler.errors import ConfigurationError, StatsIndexError
 from storage_handler.stats.convert import classify, convert_bound, float_bound
+from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType
 
 TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
@@ -100,12 +101,18 @@ class FileStats:
 
 
 def read_file_stats(
-    path: str, columns: Sequence[tuple[str, HiveType]], options: StatsOptions | None = None
+    path: str, columns: Sequence[tuple[str, HiveType]], options: StatsOptions | None = None, *,
+    storage: Storage | None = None, entry: FileEntry | None = None,
 ) -> FileStats:
-    """Read one file's footer; never raises for a bad file (the error goes to ``FileStats.error``)."""
+    """Read one file's footer; never raises for a bad file (the error goes to ``FileStats.error``).
+
+    ``path`` is a local path or a URI; with the listing's ``entry`` an object store reads the footer in one
+    request, of exactly the listed version of the file.
+    """
     options = options or StatsOptions()
     try:
-        with pq.ParquetFile(path) as pf:
+        store = storage or storage_for(path)
+        with store.open_input(path, entry) as source, pq.ParquetFile(source) as pf:
             md = pf.metadata
             stats = stats_from_metadata(md, columns)
             if options.scan_float_columns:

@@ -3,8 +3,9 @@
 Why one Arrow table: the pruning evaluator compares a predicate with every file's bounds in a few vectorized
 ``pyarrow.compute`` calls, so the index is columnar (the shape of Delta's ``add`` actions), one row per data file:
 
-``path`` (relative POSIX path), ``size``, ``modification_time`` (ms), ``change_time`` (inode ctime, ns; null =
-unknown: such a row is never trusted, see :class:`~storage_handler.stats.listing.DataFile`), ``num_records`` (null
+``path`` (relative POSIX path, or the absolute location of a file of a partition registered outside the table
+folder), ``size``, ``modification_time`` (ms), ``version_tag`` (the storage's version tag: inode ctime locally, ETag
+on S3; null = unknown: such a row is never trusted, see :mod:`storage_handler.storage.base`), ``num_records`` (null
 = unknown),
 ``partition_values`` map<string,string> (null value = NULL partition), ``min_values`` / ``max_values`` (struct, one
 field per stats-capable column typed as ``hive_to_arrow(type)``, null = unknown), ``null_count`` (struct of int64),
@@ -19,15 +20,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage_handler.errors import SchemaError, StatsIndexError
+from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
 from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
-from storage_handler.stats.listing import DataFile, absolute_path, local_path
+from storage_handler.stats.listing import DataFile, absolute_path
+from storage_handler.storage import FileEntry, storage_for
 from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow, parse_hive_type
 
 ProgressCallback = Callable[[int, int], None]  # (files done, files total)
@@ -41,7 +43,8 @@ FORMAT_KEY = b"hsh.index.format"
 FORMAT_VERSION = b"1"
 OPTIONS_KEY = b"hsh.index.options"  # the StatsOptions the footers were read with (JSON)
 PARTITION_TYPE = pa.map_(pa.string(), pa.string())
-# relative paths inside the table, or the absolute path of a file in a partition registered outside it
+# relative paths inside the table, or the absolute path or URI of a file in a partition registered outside it
+_URI_PREFIX = r"^[a-z][a-z0-9+.-]*://[^/]+/"
 _UNSAFE_PATH = r"^$|/$|//|(^|/)\.\.?(/|$)|\\|\x00"
 
 
@@ -71,7 +74,7 @@ def index_schema(columns: Iterable[tuple[str, HiveType]], options: StatsOptions 
             pa.field("path", pa.string()),
             pa.field("size", pa.int64()),
             pa.field("modification_time", pa.int64()),
-            pa.field("change_time", pa.int64()),
+            pa.field("version_tag", pa.string()),
             pa.field("num_records", pa.int64()),
             pa.field("partition_values", PARTITION_TYPE),
             pa.field("min_values", bounds),
@@ -126,7 +129,7 @@ def stats_table(
         pa.array([f.path for f in files], pa.string()),
         pa.array([int(f.size) for f in files], pa.int64()),
         pa.array([int(f.mtime_ms) for f in files], pa.int64()),
-        pa.array([f.ctime_ns for f in files], pa.int64()),
+        pa.array([f.version for f in files], pa.string()),
         pa.array([s.num_records for s in stats], pa.int64()),
         pa.array([list(dict(f.partition_values).items()) for f in files], PARTITION_TYPE),
         struct_of(lambda s, c: s.column(c).min, bounds_type),
@@ -145,7 +148,8 @@ def unsafe_paths(paths: pa.Array | pa.ChunkedArray, limit: int = 3) -> list[str 
     only ever *matched* against a file that ``list_status`` listed under a registered partition's location; it
     never makes a reader open a path of its own.
     """
-    bad = pc.or_kleene(pc.is_null(paths), pc.match_substring_regex(paths, _UNSAFE_PATH))
+    plain = pc.replace_substring_regex(paths, _URI_PREFIX, "/", max_replacements=1)  # s3a://b/k -> /k
+    bad = pc.or_kleene(pc.is_null(paths), pc.match_substring_regex(plain, _UNSAFE_PATH))
     bad = pc.fill_null(bad, True)
     if not pc.any(bad).as_py():
         return []
@@ -180,9 +184,13 @@ def read_many(
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
     show_progress: bool | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> list[FileStats]:
-    """Read many footers in parallel (threads: footer reads are I/O and pyarrow releases the GIL)."""
-    local_path(table_location)  # refuse a location this machine cannot read before starting any thread
+    """Read many footers in parallel (threads: footer reads are I/O and pyarrow releases the GIL).
+
+    ``conf`` carries ``fs.s3a.*`` settings for object stores.
+    """
+    storage_for(table_location, conf)  # refuse a location this machine cannot read before starting any thread
     total = len(files)
     results: list[FileStats | None] = [None] * total
     if total == 0:
@@ -192,10 +200,8 @@ def read_many(
     bar = _RichBar(total) if show else None
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-footer") as pool:
-            futures = {
-                pool.submit(read_file_stats, absolute_path(table_location, f.path), columns, options): i
-                for i, f in enumerate(files)
-            }
+            futures = {pool.submit(_read_one, table_location, f, columns, options, conf): i
+                       for i, f in enumerate(files)}
             for done, future in enumerate(as_completed(futures), start=1):
                 results[futures[future]] = future.result()
                 if bar is not None:
@@ -208,6 +214,17 @@ def read_many(
     return [r if r is not None else FileStats.failed("not read") for r in results]
 
 
+def _read_one(table_location: str, file: DataFile, columns: Sequence[tuple[str, HiveType]],
+              options: StatsOptions | None, conf: Mapping[str, str] | None) -> FileStats:
+    uri = absolute_path(table_location, file.path)
+    try:
+        storage = storage_for(uri, conf)
+    except StorageHandlerError as exc:
+        return FileStats.failed(f"{type(exc).__name__}: {exc}"[:1000])
+    entry = FileEntry(uri, file.size, file.mtime_ms, file.version)
+    return read_file_stats(uri, columns, options, storage=storage, entry=entry)
+
+
 def build_index(
     table_location: str,
     columns: Sequence[tuple[str, HiveType]],
@@ -217,6 +234,7 @@ def build_index(
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
     show_progress: bool | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """Build the index table for ``files`` (paths relative to ``table_location``) by reading every footer.
 
@@ -228,7 +246,7 @@ def build_index(
     check_files(file_list)
     stats = read_many(
         table_location, cols, file_list, options=options, max_workers=max_workers, progress=progress,
-        show_progress=show_progress,
+        show_progress=show_progress, conf=conf,
     )
     return stats_table(cols, zip(file_list, stats, strict=True), options)
 

@@ -1,4 +1,5 @@
-"""List the real data files of a table folder, and Hive's escaping of partition path names.
+"""List the real data files of a table folder (through :mod:`storage_handler.storage`), and Hive's escaping of
+partition path names.
 
 Why here: the index must describe exactly the files a Hive or Spark reader would read, and partition values must be
 decoded exactly as Hive decodes them (``FileUtils.unescapePathName``), or pruning would compare the wrong strings.
@@ -17,14 +18,12 @@ Rules (Hive's and Spark's, checked against ``hive-common-2.3.10.jar``):
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
-from urllib.parse import urlparse
 
-from storage_handler.errors import ConfigurationError, DatasetError
+from storage_handler.errors import DatasetError
+from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -34,23 +33,25 @@ _JAVA_HEX_INT = re.compile(r"[+-]?[0-9A-Fa-f]+")
 
 
 class DataFile(NamedTuple):
-    """One data file: path relative to the table location (POSIX), size in bytes, mtime in ms, partition values,
-    and the inode change time in ns (``None``: unknown).
+    """One data file: path relative to the table location (POSIX) or, for a partition registered outside it, the
+    file's absolute location; size in bytes, mtime in ms, partition values, and the storage's version tag
+    (``None``: unknown, never trusted).
 
     A NamedTuple (immutable, typed) so that plain ``(path, size, mtime_ms, partition_values)`` tuples from callers
     are accepted wherever a ``DataFile`` is.
 
-    Why the change time: size and mtime do not prove a file unchanged. ``cp -p``, ``rsync -t`` or ``touch -d`` put
-    the old mtime on new content, and two writes within one clock tick keep it. The ctime cannot be set by tools
-    and moves on every write or replacement (a renamed-in file carries its own), so an index row is trusted only
-    while all three match. A ``chmod`` moves it too; that only costs a footer re-read at the next refresh.
+    Why a version tag: size and mtime do not prove a file unchanged. On a local disk ``cp -p``, ``rsync -t`` or
+    ``touch -d`` put the old mtime on new content, and two writes within one clock tick keep it; the inode change
+    time cannot be set by tools and moves on every write or replacement, so it is the local tag. On S3 the
+    modification time has whole seconds only; the ETag changes with the content. An index row is trusted only
+    while size, mtime and tag all match (:mod:`storage_handler.storage.base`).
     """
 
     path: str
     size: int
     mtime_ms: int
     partition_values: Mapping[str, str | None]
-    ctime_ns: int | None = None
+    version: str | None = None
 
 
 def escape_path_name(text: str) -> str:
@@ -102,30 +103,12 @@ def _java_parse_hex(two: str) -> int | None:
     return int(two, 16)
 
 
-def local_path(table_location: str) -> str:
-    """The local folder of a table location given as a path or a ``file:`` URI (``file:/x``, ``file:///x``)."""
-    if table_location.startswith("file:"):
-        parsed = urlparse(table_location)
-        if parsed.netloc not in ("", "localhost"):
-            raise ConfigurationError(
-                f"table location {table_location!r} names host {parsed.netloc!r}; only local file: URIs are "
-                "supported by the stats index for now (use file:///path)"
-            )
-        return os.path.abspath(parsed.path)  # Hive locations are not URI-encoded: '%25' is a literal '%25'
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", table_location):
-        raise ConfigurationError(
-            f"table location {table_location!r}: only the local file system is supported by the stats index for "
-            "now; use a local path or a file: URI"
-        )
-    return os.path.abspath(table_location)
-
-
 def absolute_path(table_location: str, path: str) -> str:
-    """The local path of a table's file: ``path`` is relative to the table folder, or absolute (a file of a
-    partition registered outside it)."""
-    if path.startswith("/"):
+    """The full location of a table's file: ``path`` is relative to the table folder, or absolute already (a file
+    of a partition registered outside it: a local path or a URI)."""
+    if path.startswith("/") or "://" in path:
         return path
-    return os.path.join(local_path(table_location), *path.split("/"))
+    return parse_location(table_location).join(path).uri
 
 
 def is_hidden(name: str) -> bool:
@@ -133,43 +116,25 @@ def is_hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
-def list_data_files(table_location: str, partition_columns: Sequence[str] | None = None) -> list[DataFile]:
+def list_data_files(table_location: str, partition_columns: Sequence[str] | None = None,
+                    storage: Storage | None = None) -> list[DataFile]:
     """Every visible data file under the table location, sorted by path.
 
     Without ``partition_columns`` the whole tree is walked and every ``k=v`` folder on the way contributes a
     partition value. With ``partition_columns`` (the table's partition keys, in order) only files exactly at
     ``k1=v1/k2=v2/.../file`` with those keys (case-insensitively) are returned: Hive reads nothing else.
-    Folder symlinks are not followed (loops); file symlinks are (a reader would open them too).
     """
-    root = local_path(table_location)
-    if os.path.exists(root) and not os.path.isdir(root):
+    store = storage or storage_for(table_location)
+    root = parse_location(table_location)
+    if root.kind == LOCAL and store.stat(root.uri) is not None:
         raise DatasetError(f"table location {table_location!r} is a file, not a folder of data files")
     keys = [k.lower() for k in partition_columns] if partition_columns is not None else None
     result: list[DataFile] = []
-    stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]
-    while stack:
-        folder, rel_parts = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except FileNotFoundError:
-            continue  # removed while we walked: a file gone from storage is never returned
-        for entry in entries:
-            if is_hidden(entry.name):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, (*rel_parts, entry.name)))
-                continue
-            try:
-                st = entry.stat(follow_symlinks=True)
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            values = _partition_values(rel_parts, keys)
-            if values is None:
-                continue
-            rel = "/".join((*rel_parts, entry.name))
-            result.append(DataFile(rel, st.st_size, st.st_mtime_ns // 1_000_000, values, st.st_ctime_ns))
+    for entry in store.walk(root.uri, skip=is_hidden):
+        *folders, _name = entry.name.split("/")
+        values = _partition_values(tuple(folders), keys)
+        if values is not None:
+            result.append(DataFile(entry.name, entry.size, entry.mtime_ms, values, entry.version))
     result.sort(key=lambda f: f.path)
     return result
 

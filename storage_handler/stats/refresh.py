@@ -1,7 +1,7 @@
 """Bring an index up to date with the real files, reading footers only where something changed.
 
 Why: other writers add and delete files behind the index's back. A refresh compares the real listing with the
-index by path, size and modification time, re-reads the footers of new or changed files (and of files whose footer
+index by path, size, modification time and version tag, re-reads the footers of new or changed files (and of files whose footer
 could not be read last time), drops rows of files gone from storage, and commits the result optimistically; a
 conflicting commit is retried on top of the winner's version, so concurrent refreshes never lose an entry.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -27,6 +27,7 @@ from storage_handler.stats.index import (
 )
 from storage_handler.stats.listing import DataFile, list_data_files
 from storage_handler.stats.store import DEFAULT_KEEP, IndexConflictError, IndexSnapshot, commit, load
+from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
 
 
@@ -34,7 +35,7 @@ from storage_handler.types import HiveType
 class FileDiff:
     """What a refresh found, as relative paths (sorted).
 
-    ``changed``: size, mtime, change time or partition values differ. ``retried``: unchanged files re-read because their
+    ``changed``: size, mtime, version tag or partition values differ. ``retried``: unchanged files re-read because their
     footer failed last time. ``full_rebuild``: the indexed columns changed, so every footer was read again.
     """
 
@@ -56,7 +57,7 @@ def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[Fi
     paths = previous.column("path").to_pylist()
     sizes = previous.column("size").to_pylist()
     mtimes = previous.column("modification_time").to_pylist()
-    ctimes = previous.column("change_time").to_pylist()
+    tags = previous.column("version_tag").to_pylist()
     parts = previous.column("partition_values").to_pylist()
     errors = previous.column("stats_error").to_pylist()
     row_of = {p: i for i, p in enumerate(paths)}
@@ -68,7 +69,7 @@ def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[Fi
         i = row_of.get(f.path)
         if i is None:
             added.append(f.path)
-        elif (sizes[i] != f.size or mtimes[i] != f.mtime_ms or ctimes[i] is None or ctimes[i] != f.ctime_ns
+        elif (sizes[i] != f.size or mtimes[i] != f.mtime_ms or tags[i] is None or tags[i] != f.version
               or dict(parts[i] or []) != dict(f.partition_values)):
             changed.append(f.path)
         elif errors[i] is not None:
@@ -90,6 +91,7 @@ def refresh_index(
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
     show_progress: bool | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> tuple[pa.Table, FileDiff]:
     """The index for the current listing ``files``, reusing ``previous`` rows whose file did not change."""
     cols = indexed_columns(columns)
@@ -107,7 +109,7 @@ def refresh_index(
     to_read = [f for f in file_list if f.path not in kept_paths]
     stats = read_many(
         table_location, cols, to_read, options=options, max_workers=max_workers, progress=progress,
-        show_progress=show_progress,
+        show_progress=show_progress, conf=conf,
     )
     fresh = stats_table(cols, zip(to_read, stats, strict=True), wanted)
     if prev_table is None or not kept:
@@ -124,6 +126,7 @@ def commit_with_retry(
     attempts: int = 10,
     keep: int = DEFAULT_KEEP,
     base_delay: float = 0.02,
+    conf: Mapping[str, str] | None = None,
 ) -> int | None:
     """Load, apply ``update`` (None = nothing to commit), commit; on a conflict start over on the new version.
 
@@ -131,13 +134,13 @@ def commit_with_retry(
     version now current (None if there is still no index). Raises IndexConflictError after ``attempts`` losses.
     """
     for attempt in range(attempts):
-        snapshot = load(table_location)
+        snapshot = load(table_location, conf=conf)
         table = update(snapshot)
         base = snapshot.version if snapshot is not None else None
         if table is None:
             return base
         try:
-            return commit(table_location, table, base, keep=keep)
+            return commit(table_location, table, base, keep=keep, conf=conf)
         except IndexConflictError:
             if attempt == attempts - 1:
                 raise
@@ -157,25 +160,28 @@ def update_index(
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
     show_progress: bool | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> tuple[int | None, FileDiff]:
     """Refresh the committed index against ``files`` (default: ``list_data_files``) and commit if anything changed.
 
-    Creates the index when there is none. Returns (current version, the diff of the attempt that won).
+    Creates the index when there is none. Returns (current version, the diff of the attempt that won). ``conf``
+    carries the table's ``fs.s3a.*`` settings for object stores.
     """
     file_list = (
-        list_data_files(table_location, partition_columns) if files is None else [DataFile(*f) for f in files]
+        list_data_files(table_location, partition_columns, storage_for(table_location, conf)) if files is None
+        else [DataFile(*f) for f in files]
     )
     diffs: list[FileDiff] = []
 
     def update(snapshot: IndexSnapshot | None) -> pa.Table | None:
         table, diff = refresh_index(
             table_location, columns, file_list, snapshot, options=options, max_workers=max_workers,
-            progress=progress, show_progress=show_progress,
+            progress=progress, show_progress=show_progress, conf=conf,
         )
         diffs.append(diff)
         if snapshot is not None and (diff.is_empty or table.equals(snapshot.table, check_metadata=True)):
             return None  # nothing new (e.g. only still-unreadable files were retried): no new version
         return table
 
-    version = commit_with_retry(table_location, update, attempts=attempts, keep=keep)
+    version = commit_with_retry(table_location, update, attempts=attempts, keep=keep, conf=conf)
     return version, diffs[-1]

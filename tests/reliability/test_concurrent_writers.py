@@ -1,7 +1,7 @@
 """3. Concurrent writers: `hsh sync` and `hsh index refresh` processes on one table while files arrive
 
-Files are written the way engines write them (a hidden temporary name, then a rename), so a reader never sees half
-a file. Afterwards every data file must be in the index exactly once with its real statistics, and every
+Files are written the way engines write them (locally a hidden temporary name, then a rename; on S3 a PUT), so a
+reader never sees half a file; the main scenario runs on the local disk and on S3. Afterwards every data file must be in the index exactly once with its real statistics, and every
 partition folder in the metastore exactly once.
 """
 
@@ -17,10 +17,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+import pytest
 
 from metastore.register import apply_registration, plan_registration
 from metastore.table_spec import parse_table_name
+from tests import s3
 from tests.reliability.util import (
     assert_hms_matches_storage,
     assert_index_matches_storage,
@@ -30,6 +31,7 @@ from tests.reliability.util import (
     kill_pid,
     ok_json,
     python_popen,
+    read_parquet,
     wait_until,
     write_parquet,
 )
@@ -38,12 +40,19 @@ WORKERS = (("sync", "--batch-size", "5"), ("sync", "--batch-size", "5"), ("index
 RUNS_EACH = 3
 
 
-def test_concurrent_syncs_and_refreshes_while_files_arrive(hms, metastore_uri: str, tmp_path: Path) -> None:
-    """4 processes (2x `hsh sync`, 2x `hsh index refresh`, 3 runs each) on one table while a writer adds partitions and files: all succeed; every file indexed exactly once with its real stats; every partition in HMS exactly once."""
-    root = tmp_path / "t"
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_concurrent_syncs_and_refreshes_while_files_arrive(hms, metastore_uri: str, tmp_path: Path,
+                                                           request: pytest.FixtureRequest, kind: str) -> None:
+    """4 processes (2x `hsh sync`, 2x `hsh index refresh`, 3 runs each) on one table, on the local disk and on S3, while a writer adds partitions and files: all succeed; every file indexed exactly once with its real stats; every partition in HMS exactly once."""
+    if kind == "local":
+        root = str(tmp_path / "t")
+    else:
+        request.getfixturevalue("s3_server")
+        root = f"s3a://{s3.new_bucket('conc')}/t"
+    name = f"conc.busy_{kind}"
     for k in range(10):
-        write_parquet(root / f"k={k}" / "f0.parquet", ints([k * 1000]))
-    apply_registration(hms, plan_registration(hms, parse_table_name("conc.busy"), str(root)))
+        s3.put_parquet(root, f"k={k}/f0.parquet", ints([k * 1000]))
+    apply_registration(hms, plan_registration(hms, parse_table_name(name), root))
 
     stop = threading.Event()
     written: list[str] = []
@@ -53,13 +62,16 @@ def test_concurrent_syncs_and_refreshes_while_files_arrive(hms, metastore_uri: s
         while not stop.is_set():
             k = n % 40  # k=10..39 are new partitions, k<10 get more files
             rel = f"k={k}/w{n:04d}.parquet"
-            write_parquet(root / rel, ints(range(k * 1000 + n, k * 1000 + n + 3)))
+            if kind == "local":  # as engines write: a hidden temporary name, then a rename
+                write_parquet(Path(root) / rel, ints(range(k * 1000 + n, k * 1000 + n + 3)))
+            else:  # an S3 PUT is atomic
+                s3.put_parquet(root, rel, ints(range(k * 1000 + n, k * 1000 + n + 3)))
             written.append(rel)
             n += 1
             time.sleep(0.01)
 
     def worker(args: tuple[str, ...]) -> list[subprocess.CompletedProcess[str]]:
-        return [hsh(*args, "conc.busy", "--json", "--metastore", metastore_uri, timeout=240) for _ in range(RUNS_EACH)]
+        return [hsh(*args, name, "--json", "--metastore", metastore_uri, timeout=240) for _ in range(RUNS_EACH)]
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
@@ -73,15 +85,15 @@ def test_concurrent_syncs_and_refreshes_while_files_arrive(hms, metastore_uri: s
         ok_json(proc)
     assert len(written) > 40  # files really arrived during the runs
 
-    ok_json(hsh("sync", "conc.busy", "--json", "--metastore", metastore_uri))  # picks up the last arrivals
-    names = assert_hms_matches_storage(hms, "conc", "busy", root)
+    ok_json(hsh("sync", name, "--json", "--metastore", metastore_uri))  # picks up the last arrivals
+    names = assert_hms_matches_storage(hms, "conc", f"busy_{kind}", root)
     assert len(names) == 40
-    table = hms.get_table("conc", "busy")
+    table = hms.get_table("conc", f"busy_{kind}")
     snap = assert_index_matches_storage(table.sd.location, root)
     assert table.parameters["hsh.index.version"] == str(snap.version)
     rows = snap.table.to_pylist()
     for row in rows:  # every row's statistics are those of the file as it is now
-        v = pq.read_table(root / row["path"]).column("v")
+        v = read_parquet(root, row["path"]).column("v")
         assert row["stats_error"] is None, row
         assert row["num_records"] == len(v)
         assert (row["min_values"]["v"], row["max_values"]["v"]) == (pc.min(v).as_py(), pc.max(v).as_py())

@@ -1,15 +1,14 @@
 """2. Process SIGKILLed in the middle of an index commit (`hsh index refresh` / `hsh sync`)
 
-The child is the real command line, with one function of ``storage_handler.stats.store`` wrapped so that the child
-stops at a chosen point of the commit (torn snapshot file; snapshot renamed but pointer not switched; pointer
-temp file written but not renamed) and waits to be killed. The previous index version must stay the current one,
-valid and readable, ``list_status`` must keep working, and the next command must finish the job.
+The child is the real command line, with one function of the index's commit wrapped so that the child stops at a
+chosen point of the commit (torn snapshot; snapshot ready but the create-if-absent of the new version not sent;
+see ``tests/crash_points.py``) and waits to be killed, on the local disk and on S3. The previous index version must
+stay the current one, valid and readable, ``list_status`` must keep working, and the next command must finish the
+job.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +22,9 @@ from metastore.register import apply_registration, plan_registration
 from metastore.table_spec import parse_table_name
 from storage_handler.handler import list_status_for
 from storage_handler.stats import index_dir, load
+from storage_handler.storage import storage_for
 from storage_handler.table_desc import TableDesc
+from tests import s3
 from tests.crash_points import POINTS
 from tests.reliability.util import (
     assert_index_matches_storage,
@@ -32,9 +33,9 @@ from tests.reliability.util import (
     kill_pid,
     ok_json,
     python_popen,
+    read_parquet,
     storage_files,
     wait_until,
-    write_parquet,
 )
 
 CRASHING_HSH = r"""
@@ -50,32 +51,36 @@ sys.exit(main(argv))
 WHERE = "v >= 150 and v <= 155"
 
 
-def make_table(root: Path) -> None:
+def make_table(root: str) -> None:
     """dt=1..3, two files each; file j of day d holds v in [100*d + 10*j, 100*d + 10*j + 5]."""
     for d in (1, 2, 3):
         for j in (0, 1):
             base = 100 * d + 10 * j
-            write_parquet(root / f"dt={d}" / f"part-{j}.parquet", ints(range(base, base + 6)))
+            s3.put_parquet(root, f"dt={d}/part-{j}.parquet", ints(range(base, base + 6)))
 
 
-def change_files(root: Path) -> None:
+def change_files(root: str) -> None:
     """What the interrupted command should have indexed: a new partition, a new file, a rewritten file."""
-    write_parquet(root / "dt=4" / "part-0.parquet", ints(range(400, 406)))
-    write_parquet(root / "dt=1" / "part-5.parquet", ints(range(150, 156)))
-    write_parquet(root / "dt=2" / "part-0.parquet", ints(range(150, 160)))  # rewritten: now matches WHERE
+    s3.put_parquet(root, "dt=4/part-0.parquet", ints(range(400, 406)))
+    s3.put_parquet(root, "dt=1/part-5.parquet", ints(range(150, 156)))
+    s3.put_parquet(root, "dt=2/part-0.parquet", ints(range(150, 160)))  # rewritten: now matches WHERE
 
 
-def matching_files(root: Path) -> set[str]:
+def new_root(tmp: Path, kind: str) -> str:
+    return str(tmp / "t") if kind == "local" else f"s3a://{s3.new_bucket('crash')}/t"
+
+
+def matching_files(root: str) -> set[str]:
     """Oracle: files holding a row that satisfies WHERE, straight from the data."""
     hits = set()
     for rel in storage_files(root):
-        v = pq.read_table(root / rel).column("v")
+        v = read_parquet(root, rel).column("v")
         if pc.any(pc.and_(pc.greater_equal(v, 150), pc.less_equal(v, 155))).as_py():
             hits.add(rel)
     return hits
 
 
-def register(hms: Any, name: str, root: Path) -> Any:
+def register(hms: Any, name: str, root: str) -> Any:
     apply_registration(hms, plan_registration(hms, parse_table_name(name), str(root)))
     db, table = name.split(".")
     return hms.get_table(db, table)
@@ -92,19 +97,22 @@ def crash(point: str, marker: Path, *argv: str) -> subprocess.Popen[str]:
     return proc
 
 
-def assert_previous_index_intact(location: str, before: Any, root: Path) -> None:
+def snapshot_names(location: str) -> list[str]:
+    listing = storage_for(location).list_dir(f"{index_dir(location)}/snapshots")
+    return sorted(f.name for f in listing.files) if listing else []
+
+
+def assert_previous_index_intact(location: str, before: Any, root: str) -> None:
     snap = load(location)
     assert snap is not None and snap.version == before.version
     assert snap.table.equals(before.table)
-    pointer = json.loads((Path(index_dir(location)) / "CURRENT").read_text())
-    assert pointer["version"] == before.version
-    referenced = Path(index_dir(location)) / pointer["snapshot"]
-    assert pq.read_metadata(referenced).num_rows == before.table.num_rows  # a complete file, not a torn one
-    for rel in snap.table.column("path").to_pylist():
-        assert (root / rel).is_file(), rel
+    assert [n for n in snapshot_names(location) if n.startswith("v")] == [f"v{before.version:08d}.parquet"]
+    with storage_for(location).open_input(snap.path) as source:  # a complete file, not a torn one
+        assert pq.read_metadata(source).num_rows == before.table.num_rows
+    assert set(snap.table.column("path").to_pylist()) <= set(storage_files(root))
 
 
-def assert_list_status_correct(desc: TableDesc, root: Path) -> None:
+def assert_list_status_correct(desc: TableDesc, root: str) -> None:
     result, _ = list_status_for(desc, WHERE)
     kept = {f.path for f in result.files}
     assert matching_files(root) <= kept, "a matching file was pruned"
@@ -112,13 +120,13 @@ def assert_list_status_correct(desc: TableDesc, root: Path) -> None:
     assert "dt=1/part-5.parquet" in kept and "dt=2/part-0.parquet" in kept  # unknown / changed: kept
 
 
-def refresh_crash(metastore_uri: str, tmp: Path, point: str) -> None:
+def refresh_crash(metastore_uri: str, tmp: Path, point: str, kind: str) -> None:
     """One table, one `hsh index refresh` SIGKILLed at ``point``, then every check (raises AssertionError)."""
     from metastore.client import MetastoreClient
 
-    root = tmp / "t"
+    root = new_root(tmp, kind)
     make_table(root)
-    name = f"crash.refresh_{point}"
+    name = f"crash.refresh_{point}_{kind}"
     db, tn = name.split(".")
     with MetastoreClient(metastore_uri) as hms:
         table = register(hms, name, root)
@@ -143,44 +151,50 @@ def refresh_crash(metastore_uri: str, tmp: Path, point: str) -> None:
         assert again["changed"] == ["dt=2/part-0.parquet"]
         snap = assert_index_matches_storage(location, root)
         assert snap.version == 2 and hms.get_table(db, tn).parameters["hsh.index.version"] == "2"
-        finals = sorted(n for n in os.listdir(Path(index_dir(location)) / "snapshots") if n.startswith("v"))
-        assert [n[:9] for n in finals] == ["v00000001", "v00000002"]  # the crashed commit's orphan was collected
+        finals = [n for n in snapshot_names(location) if not n.startswith(".")]
+        assert finals == ["v00000001.parquet", "v00000002.parquet"]  # nothing of the dead writer in the way
         assert_list_status_correct(TableDesc.from_hms(hms.get_table(db, tn), hms.uri), root)
 
 
+CASES = [(point, kind) for kind in ("local", "s3") for point in POINTS]
+
+
 @pytest.fixture(scope="module")
-def refresh_crashes(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> dict[str, BaseException | None]:
-    """The three crash points, each on its own table, side by side (the re-run may wait for the dead child's
-    table lock to be found stale, which is mostly waiting)."""
-    def run(point: str) -> BaseException | None:
+def refresh_crashes(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str,
+                    s3_server: Any) -> dict[tuple[str, str], BaseException | None]:
+    """Every crash point on the local disk and on S3, each on its own table, side by side (the re-run may wait for
+    the dead child's table lock to be found stale, which is mostly waiting)."""
+    def run(case: tuple[str, str]) -> BaseException | None:
+        point, kind = case
         try:
-            refresh_crash(metastore_uri, tmp_path_factory.mktemp(f"crash_{point}"), point)
+            refresh_crash(metastore_uri, tmp_path_factory.mktemp(f"crash_{point}_{kind}"), point, kind)
         except BaseException as e:  # noqa: BLE001 - re-raised by the test of that point
             return e
         return None
 
-    with ThreadPoolExecutor(len(POINTS)) as pool:
-        return dict(zip(POINTS, pool.map(run, POINTS), strict=True))
+    with ThreadPoolExecutor(len(CASES)) as pool:
+        return dict(zip(CASES, pool.map(run, CASES), strict=True))
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_index_refresh_killed_mid_commit(refresh_crashes: dict[str, BaseException | None], point: str) -> None:
-    """`hsh index refresh` SIGKILLed mid-commit: the previous version stays current and readable, list_status stays right, the next refresh commits the next version and collects the orphan."""
-    error = refresh_crashes[point]
+@pytest.mark.parametrize("point, kind", CASES, ids=[f"{p}-{k}" for p, k in CASES])
+def test_index_refresh_killed_mid_commit(refresh_crashes: dict[tuple[str, str], BaseException | None], point: str,
+                                         kind: str) -> None:
+    """`hsh index refresh` SIGKILLed mid-commit, on the local disk and on S3: the previous version stays current and readable, list_status stays right, the next refresh commits the next version."""
+    error = refresh_crashes[(point, kind)]
     if error is not None:
         raise error
 
 
 # ---------------------------------------------------------------- the same crash inside `hsh sync`
 def test_sync_killed_mid_commit_keeps_the_previous_index(hms, metastore_uri: str, tmp_path: Path) -> None:
-    """`hsh sync` (holding the table lock) SIGKILLed between writing its snapshot and switching the pointer: previous index version intact and readable, HMS untouched, list_status right. (Re-running sync: see scenario 1's lock test.)"""
-    root = tmp_path / "t"
+    """`hsh sync` (holding the table lock) SIGKILLed between preparing its snapshot and creating the new version: previous index version intact and readable, HMS untouched, list_status right. (Re-running sync: see scenario 1's lock test.)"""
+    root = str(tmp_path / "t")
     make_table(root)
     table = register(hms, "crash.sync", root)
     before = load(table.sd.location)
     partitions = hms.get_partition_names("crash", "sync")
     change_files(root)
-    crash("before_pointer_switch", tmp_path / "marker", "sync", "crash.sync", "--json", "--metastore", metastore_uri)
+    crash("before_create", tmp_path / "marker", "sync", "crash.sync", "--json", "--metastore", metastore_uri)
 
     assert_previous_index_intact(table.sd.location, before, root)
     assert hms.get_partition_names("crash", "sync") == partitions

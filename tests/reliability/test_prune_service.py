@@ -8,6 +8,7 @@ stuck in planning must not hold up the others. Processes are found by parent PID
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -133,10 +134,14 @@ def test_a_scan_stuck_on_storage_does_not_hold_up_other_queries(spark, table: st
     root = generate_typed(tmp_path / "stuck", files_per_partition=1)
     with MetastoreClient(metastore_uri) as client:
         apply_registration(client, plan_registration(client, parse_table_name(stuck), str(root)))
+    # the index as a release before 0.3 laid it out (a CURRENT pointer, read first), with the pointer a FIFO:
+    # opening it for reading blocks until someone opens it for writing
+    snapshots = root / "_hsh_index" / "snapshots"
+    legacy = f"v00000001-{'c' * 32}.parquet"
+    (snapshots / "v00000001.parquet").rename(snapshots / legacy)
+    content = json.dumps({"format": 1, "version": 1, "snapshot": f"snapshots/{legacy}"}).encode()
     pointer = root / "_hsh_index" / "CURRENT"
-    content = pointer.read_bytes()
-    pointer.unlink()
-    os.mkfifo(pointer)  # opening it for reading blocks until someone opens it for writing
+    os.mkfifo(pointer)
     answers: dict[str, object] = {}
 
     def run(name: str, sql: str) -> None:

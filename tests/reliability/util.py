@@ -105,24 +105,38 @@ def write_partitions(root: Path, keys: Iterable[int], key: str = "k", name: str 
         pq.write_table(ints([n]), folder / name)
 
 
-def storage_files(root: Path) -> list[str]:
-    """Visible data files under ``root`` (hidden names skipped at every level), relative POSIX paths, sorted."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
-        for name in filenames:
-            if not name.startswith(("_", ".")):
-                found.append((Path(dirpath) / name).relative_to(root).as_posix())
-    return sorted(found)
+def storage_files(root: Path | str) -> list[str]:
+    """Visible data files under ``root`` (a local folder or an s3a:// URI; hidden names skipped at every level),
+    relative POSIX paths, sorted."""
+    if isinstance(root, Path) or "://" not in root:
+        found = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+            for name in filenames:
+                if not name.startswith(("_", ".")):
+                    found.append((Path(dirpath) / name).relative_to(root).as_posix())
+        return sorted(found)
+    from storage_handler.storage import storage_for
+
+    return sorted(f.name for f in storage_for(root).walk(root, skip=lambda n: n.startswith(("_", "."))))
 
 
-def storage_partitions(root: Path) -> list[str]:
+def read_parquet(root: Path | str, rel: str) -> pa.Table:
+    """A data file under ``root`` (local or s3a://), read whole."""
+    from storage_handler.storage import parse_location, storage_for
+
+    uri = parse_location(str(root)).join(rel).uri
+    with storage_for(uri).open_input(uri) as source:
+        return pq.read_table(source)
+
+
+def storage_partitions(root: Path | str) -> list[str]:
     """Partition folder paths (``k=v`` or ``a=1/b=2``) that hold at least one visible data file."""
     return sorted({f.rsplit("/", 1)[0] for f in storage_files(root) if "/" in f})
 
 
 # ---------------------------------------------------------------- storage == HMS == index
-def assert_hms_matches_storage(client: Any, db: str, table: str, root: Path) -> list[str]:
+def assert_hms_matches_storage(client: Any, db: str, table: str, root: Path | str) -> list[str]:
     """Every partition folder is in the metastore exactly once, with its own location, and nothing else is."""
     names = client.get_partition_names(db, table)
     assert len(names) == len(set(names)), "a partition is listed twice"
@@ -143,7 +157,7 @@ def assert_hms_matches_storage(client: Any, db: str, table: str, root: Path) -> 
     return names
 
 
-def assert_index_matches_storage(location: str, root: Path) -> Any:
+def assert_index_matches_storage(location: str, root: Path | str) -> Any:
     """The committed index lists every data file exactly once, with its current size, and no other file."""
     from storage_handler.stats import list_data_files, load
 

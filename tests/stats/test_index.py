@@ -29,7 +29,7 @@ SCHEMA = "id bigint, Name varchar(20), c char(3), amount decimal(10,2), ts times
 def test_schema_follows_the_contract():
     schema = index_schema(parse_schema_text(SCHEMA))
     assert schema.names == [
-        "path", "size", "modification_time", "change_time", "num_records", "partition_values", "min_values",
+        "path", "size", "modification_time", "version_tag", "num_records", "partition_values", "min_values",
         "max_values", "null_count", "stats_error",
     ]
     assert schema.field("path").type == pa.string()

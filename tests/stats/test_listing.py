@@ -19,11 +19,11 @@ from storage_handler.stats import (
     escape_partition_value,
     escape_path_name,
     list_data_files,
-    local_path,
     partition_path,
     unescape_partition_value,
     unescape_path_name,
 )
+from storage_handler.storage import local_path
 from tests.stats.util import write
 
 # Output of hive-common-2.3.10's FileUtils.escapePathName over U+0000..U+01FF: the code points it escapes.
@@ -150,7 +150,7 @@ def test_list_data_files(tmp_path):
     first = files[2]
     st_ = os.stat(tmp_path / first.path)
     assert first == DataFile(first.path, st_.st_size, st_.st_mtime_ns // 1_000_000, {"dt": "2024-01-01"},
-                             st_.st_ctime_ns)
+                             str(st_.st_ctime_ns))
 
 
 def test_partition_columns_select_the_hive_layout(tmp_path):

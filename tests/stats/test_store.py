@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,8 +28,9 @@ from storage_handler.stats import (
     stats_table,
 )
 from storage_handler.stats.footer import ColumnStats
+from storage_handler.storage import storage_for
 from storage_handler.types import parse_schema_text
-from tests.crash_points import POINTS
+from tests.crash_points import AFTER_COMMIT, POINTS
 
 REPO = str(Path(__file__).resolve().parents[2])
 COLUMNS = parse_schema_text("x bigint, s string")
@@ -44,27 +45,33 @@ def table_of(*paths: str, base: pa.Table | None = None) -> pa.Table:
     return new if base is None else pa.concat_tables([base, new]).sort_by("path")
 
 
-def snapshot_files(loc) -> list[str]:
-    return sorted(os.listdir(os.path.join(index_dir(str(loc)), "snapshots")))
+def snapshot_files(loc: str) -> list[str]:
+    listing = storage_for(loc).list_dir(f"{index_dir(loc)}/snapshots")
+    return sorted(f.name for f in listing.files) if listing else []
 
 
-def test_commit_and_load(tmp_path):
-    loc = str(tmp_path)
+def live_snapshots(loc: str) -> list[str]:
+    """Snapshot names that are not tombstones."""
+    listing = storage_for(loc).list_dir(f"{index_dir(loc)}/snapshots")
+    return sorted(f.name for f in listing.files if f.size > 0 and not f.name.startswith(".")) if listing else []
+
+
+def test_commit_and_load(storage_root):
+    loc = storage_root
     assert load(loc) is None and current_version(loc) is None
     assert commit(loc, table_of("a.parquet"), None) == 1
-    snap = load(f"file://{loc}")
+    snap = load(loc if "://" in loc else f"file://{loc}")
     assert snap.version == 1 and snap.table.equals(table_of("a.parquet"))
     assert snap.table.schema.metadata == table_of("a.parquet").schema.metadata
-    assert snap.path.startswith(os.path.join(loc, "_hsh_index", "snapshots", "v00000001-"))
+    assert snap.path == f"{index_dir(loc)}/snapshots/v00000001.parquet"
     assert [str(t) for _, t in snap.columns] == ["bigint", "string"]
     assert commit(loc, table_of("a.parquet", "b.parquet"), 1) == 2
     assert load(loc).table.column("path").to_pylist() == ["a.parquet", "b.parquet"]
-    pointer = json.loads((tmp_path / "_hsh_index" / "CURRENT").read_text())
-    assert pointer["version"] == 2 and pointer["format"] == 1
+    assert current_version(loc) == 2
 
 
-def test_conflicts_are_detected(tmp_path):
-    loc = str(tmp_path)
+def test_conflicts_are_detected(storage_root):
+    loc = storage_root
     commit(loc, table_of("a"), None)
     with pytest.raises(IndexConflictError) as err:
         commit(loc, table_of("b"), None)
@@ -73,40 +80,69 @@ def test_conflicts_are_detected(tmp_path):
     with pytest.raises(IndexConflictError):
         commit(loc, table_of("c"), 1)
     assert load(loc).version == 2 and load(loc).table.column("path").to_pylist() == ["b"]
-    assert [n for n in snapshot_files(loc) if n.startswith(".tmp")] == []  # loser's temp file cleaned up
+    assert [n for n in snapshot_files(loc) if n.startswith(".tmp")] == []  # no temporary file left behind
 
 
-def test_old_snapshots_are_collected(tmp_path):
-    loc = str(tmp_path)
+def test_the_create_is_the_commit_point_two_writers_of_one_version(storage_root):
+    """Two writers that both saw version 1 race for version 2: exactly one creates it (create-if-absent)."""
+    from storage_handler.stats import versions
+    from storage_handler.storage import parse_location
+
+    loc = storage_root
+    commit(loc, table_of("a"), None)
+    storage, where = storage_for(loc), parse_location(loc)
+    data = b"PAR1-not-read-here"
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda _: versions.create(storage, where, 2, data), range(8)))
+    assert won.count(True) == 1
+
+
+def test_old_snapshots_are_collected_as_tombstones(storage_root):
+    loc = storage_root
     for v in range(8):
         commit(loc, table_of(f"f{v}"), v or None, keep=5)
-    names = snapshot_files(loc)
-    assert [n[:9] for n in names] == [f"v{v:08d}" for v in (4, 5, 6, 7, 8)]
+    assert live_snapshots(loc) == [f"v{v:08d}.parquet" for v in (4, 5, 6, 7, 8)]
+    assert snapshot_files(loc) == [f"v{v:08d}.parquet" for v in range(1, 9)]  # 1-3 are empty tombstones
     assert commit(loc, table_of("g"), 8, keep=1) == 9
-    assert [n[:9] for n in snapshot_files(loc)] == ["v00000009"]
-    # Orphans of crashed commits and stale temp files go; a fresh temp file (a writer at work) stays.
+    assert live_snapshots(loc) == ["v00000009.parquet"]
+    # A stale writer that still believes version 2 is current cannot re-create version 3: it is a tombstone.
+    with pytest.raises(IndexConflictError):
+        commit(loc, table_of("stale"), 2)
+    from storage_handler.stats import versions
+    from storage_handler.storage import parse_location
+
+    assert not versions.create(storage_for(loc), parse_location(loc), 3, b"x")
+    assert load(loc).version == 9 and load(loc).table.column("path").to_pylist() == ["g"]
+
+
+def test_stale_temporary_files_and_old_tombstones_are_deleted(tmp_path):
+    loc = str(tmp_path)
+    for v in range(3):
+        commit(loc, table_of(f"f{v}"), v or None, keep=1)
     snaps = Path(index_dir(loc)) / "snapshots"
-    (snaps / ("v00000010-" + "0" * 32 + ".parquet")).write_bytes(b"orphan")
-    stale = snaps / ".tmp-old.parquet"
+    old = time.time() - 2 * 24 * 3600
+    os.utime(snaps / "v00000001.parquet", (old, old))  # a tombstone older than a day
+    stale = snaps / ".tmp-old"
     stale.write_bytes(b"x")
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
-    (snaps / ".tmp-fresh.parquet").write_bytes(b"x")
-    deleted = gc_snapshots(loc, keep=1)
-    assert deleted == [".tmp-old.parquet", "v00000010-" + "0" * 32 + ".parquet"]
-    assert load(loc).version == 9
+    (snaps / ".tmp-fresh").write_bytes(b"x")  # a writer at work right now
+    changed = gc_snapshots(loc, keep=1)
+    assert changed == [".tmp-old", "v00000001.parquet"]
+    assert snapshot_files(loc) == [".tmp-fresh", "v00000002.parquet", "v00000003.parquet"]
+    assert load(loc).version == 3
 
 
-def test_lock_is_exclusive(tmp_path):
+def test_a_legacy_index_is_read_and_continued(tmp_path):
+    """An index written before 0.3 (CURRENT pointer, v<n>-<hex> snapshots, LOCK) keeps working."""
     loc = str(tmp_path)
-    commit(loc, table_of("a"), None)
-    fd = os.open(os.path.join(index_dir(loc), "LOCK"), os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with pytest.raises(StatsIndexError, match="could not lock"):
-            commit(loc, table_of("b"), 1, lock_timeout=0.2)
-    finally:
-        os.close(fd)
-    assert commit(loc, table_of("b"), 1) == 2
+    write_raw_snapshot(loc, table_of("a"), version=4)
+    (Path(index_dir(loc)) / "LOCK").write_text("")
+    snap = load(loc)
+    assert snap.version == 4 and snap.table.column("path").to_pylist() == ["a"]
+    assert commit(loc, table_of("a", "b"), 4) == 5
+    assert snapshot_files(loc) == ["v00000005.parquet"]  # legacy files collected
+    assert sorted(os.listdir(index_dir(loc))) == ["snapshots"]
+    assert load(loc).table.column("path").to_pylist() == ["a", "b"]
 
 
 def test_unwritable_index_folder_is_a_stats_index_error(tmp_path):
@@ -138,13 +174,21 @@ def test_escaping_paths_are_refused(tmp_path, bad):
         load(loc)
 
 
-def test_corrupt_snapshot_and_pointer_are_refused(tmp_path):
-    loc = str(tmp_path)
+def test_corrupt_snapshot_is_refused(storage_root):
+    from tests.s3 import put_bytes
+
+    loc = storage_root
     commit(loc, table_of("a"), None)
-    snap = load(loc)
-    Path(snap.path).write_bytes(b"PAR1 garbage PAR1")
+    put_bytes(loc, "_hsh_index/snapshots/v00000001.parquet", b"PAR1 garbage PAR1")
     with pytest.raises(StatsIndexError, match="corrupt"):
         load(loc)
+
+
+def test_corrupt_legacy_pointer_is_refused(tmp_path):
+    loc = str(tmp_path)
+    snap_path = write_raw_snapshot(loc, table_of("a"))
+    snap = load(loc)
+    assert snap.path == str(snap_path)
     pointer = Path(index_dir(loc)) / "CURRENT"
     for body in ["{not json", json.dumps({"format": 1, "version": 1, "snapshot": "../../../etc/passwd"}),
                  json.dumps({"format": 2, "version": 1, "snapshot": "snapshots/x"}),
@@ -177,7 +221,7 @@ from tests.stats.test_store import table_of
 
 loc, marker, point = sys.argv[1:4]
 install(point, marker)
-store.commit(loc, table_of("a.parquet", "new.parquet"), 1)
+store.commit(loc, table_of("a.parquet", "new.parquet"), store.current_version(loc))
 """
 
 
@@ -194,13 +238,8 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_crash_mid_commit_keeps_the_previous_version(tmp_path, point):
-    loc = str(tmp_path / "table")
-    os.makedirs(loc)
-    before = table_of("a.parquet")
-    commit(loc, before, None)
-    marker = tmp_path / "marker"
+def crash_child_at(tmp_path: Path, loc: str, point: str) -> None:
+    marker = tmp_path / f"marker-{point}"
     proc = run_child(CRASHING_WRITER, loc, str(marker), point)
     try:
         wait_for(marker, proc)
@@ -208,12 +247,31 @@ def test_crash_mid_commit_keeps_the_previous_version(tmp_path, point):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_crash_mid_commit_keeps_the_previous_version(tmp_path, storage_root, point):
+    loc = storage_root
+    before = table_of("a.parquet")
+    commit(loc, before, None)
+    crash_child_at(tmp_path, loc, point)
     snap = load(loc)
     assert snap.version == 1 and snap.table.equals(before)
-    assert commit(loc, table_of("a.parquet", "b.parquet"), 1) == 2  # the lock died with the process
+    assert commit(loc, table_of("a.parquet", "b.parquet"), 1) == 2  # nothing of the dead writer is in the way
     assert load(loc).table.column("path").to_pylist() == ["a.parquet", "b.parquet"]
-    finals = [n for n in snapshot_files(loc) if not n.startswith(".")]
-    assert len(finals) == 2  # v1 and the new v2; a crashed commit's orphan v2 was collected
+    assert live_snapshots(loc) == ["v00000001.parquet", "v00000002.parquet"]
+
+
+def test_crash_after_the_commit_point_leaves_the_new_version_current(tmp_path, storage_root):
+    loc = storage_root
+    for v in range(6):
+        commit(loc, table_of(f"f{v}"), v or None)
+    crash_child_at(tmp_path, loc, AFTER_COMMIT)  # committed version 7 from base 6... see CRASHING_WRITER
+    snap = load(loc)
+    assert snap.version == 7 and snap.table.column("path").to_pylist() == ["a.parquet", "new.parquet"]
+    assert len(live_snapshots(loc)) == 6  # nothing collected by the dead writer
+    assert commit(loc, table_of("c"), 7) == 8
+    assert live_snapshots(loc) == [f"v{v:08d}.parquet" for v in range(4, 9)]  # the next commit collects
 
 
 CONCURRENT_WRITER = r"""
@@ -244,11 +302,10 @@ print(conflicts)
 """
 
 
-def test_two_processes_committing_concurrently_never_lose_an_entry(tmp_path):
-    loc = str(tmp_path / "table")
-    os.makedirs(loc)
+def test_two_processes_committing_concurrently_never_lose_an_entry(tmp_path, storage_root):
+    loc = storage_root
     go = tmp_path / "go"
-    count = 25
+    count = 25 if "://" not in loc else 12
     env = {**os.environ, "PYTHONPATH": REPO}
     procs = [
         subprocess.Popen([sys.executable, "-c", CONCURRENT_WRITER, loc, name, str(count), str(go)], env=env,
@@ -266,23 +323,26 @@ def test_two_processes_committing_concurrently_never_lose_an_entry(tmp_path):
     print("conflicts retried:", [int(o) for o in outputs])
 
 
-def test_a_load_by_partition_prefixes_reads_only_their_row_groups(tmp_path):
+def test_a_load_by_partition_prefixes_reads_only_their_row_groups(storage_root):
     """Snapshots are sorted by path in row groups, so a query keeping few partitions reads few index rows."""
-    import pyarrow.parquet as pq
-
     from storage_handler.stats.store import ROW_GROUP_ROWS
 
-    loc = str(tmp_path)
+    loc = storage_root
     paths = [f"dt={d:03d}/f{i}.parquet" for d in range(100) for i in range(100)]
-    outside = ["/backfill/dt=x/f.parquet"]
+    backfill = "/backfill/dt=x/" if "://" not in loc else "s3a://other/backfill/dt=x/"
+    outside = [f"{backfill}f.parquet"]
     commit(loc, table_of(*reversed(paths + outside)), None)  # handed over unsorted: sorted on write
     snap = load(loc)
     assert snap.table.column("path").to_pylist() == sorted(paths + outside)
-    assert pq.ParquetFile(snap.path).metadata.num_row_groups == -(-(len(paths) + 1) // ROW_GROUP_ROWS)
-    part = load(loc, ["dt=007/", "/backfill/dt=x/"]).table.column("path").to_pylist()
-    assert {"/backfill/dt=x/f.parquet", *(f"dt=007/f{i}.parquet" for i in range(100))} <= set(part)
-    assert len(part) == ROW_GROUP_ROWS  # one row group holds the backfill and dt=000..dt=040
+    with storage_for(loc).open_input(snap.path) as source:
+        assert pq.ParquetFile(source).metadata.num_row_groups == -(-(len(paths) + 1) // ROW_GROUP_ROWS)
+    part = load(loc, ["dt=007/", backfill]).table.column("path").to_pylist()
+    assert {f"{backfill}f.parquet", *(f"dt=007/f{i}.parquet" for i in range(100))} <= set(part)
+    # local: "/backfill" sorts first, so one row group holds it and dt=000..dt=040; "s3a://" sorts last, so the
+    # first and the last row group are read
+    last_group = len(paths) + 1 - 2 * ROW_GROUP_ROWS
+    assert len(part) == (ROW_GROUP_ROWS if backfill.startswith("/") else ROW_GROUP_ROWS + last_group)
     tail = load(loc, ["dt=099/"]).table.column("path").to_pylist()
     assert len(tail) < ROW_GROUP_ROWS and {f"dt=099/f{i}.parquet" for i in range(100)} <= set(tail)
-    assert load(loc, ["dt=1000/"]).table.num_rows == 0  # past every row group: nothing read
+    assert load(loc, ["zz=1/"]).table.num_rows == 0  # past every row group: nothing read
     assert load(loc, []).table.num_rows == 0

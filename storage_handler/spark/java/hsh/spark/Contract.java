@@ -19,6 +19,8 @@ final class Contract {
   static final String SETTING_NATIVE_SCAN = text("settings", "native_scan");
   static final String SETTING_PYTHON = text("settings", "python");
   static final String SETTING_PROCESSES = text("settings", "processes");
+  private static final String STORAGE_PREFIX = DATA.get("storage_settings_prefix").asText();
+  private static final List<String> STORAGE_SECRETS = names("storage_secret_suffixes");
   private static final List<String> SCAN_REQUEST = names("scan_request");
   private static final List<String> TABLE = names("table");
   private static final List<String> ANSWER = names("answer");
@@ -26,6 +28,14 @@ final class Contract {
   private static final List<String> METRICS = names("metrics");
 
   private Contract() {}
+
+  /** A table parameter that configures its storage ({@code fs.s3a.*}) and is no credential. */
+  static boolean isStorageSetting(String key) {
+    String low = key.toLowerCase(java.util.Locale.ROOT);
+    if (!low.startsWith(STORAGE_PREFIX)) return false;
+    for (String suffix : STORAGE_SECRETS) if (low.endsWith(suffix)) return false;
+    return true;
+  }
 
   private static JsonNode load() {
     try (InputStream in = Contract.class.getResourceAsStream("contract.json")) {

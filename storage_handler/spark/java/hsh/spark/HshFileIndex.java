@@ -204,6 +204,7 @@ public final class HshFileIndex implements FileIndex {
   private List<PartitionDirectory> partitions(JsonNode files) {
     Map<List<String>, List<FileStatus>> groups = new LinkedHashMap<>();
     StructType partitionSchema = table.partitionSchema;
+    Set<String> schemes = new java.util.HashSet<>();
     for (JsonNode f : files) {
       List<String> values = new ArrayList<>();
       JsonNode partition = Contract.fileField(f, "partition_values", table.name);
@@ -211,9 +212,12 @@ public final class HshFileIndex implements FileIndex {
         JsonNode v = partition.get(field.name());
         values.add(v == null || v.isNull() ? null : v.asText());
       }
+      Path path = new Path(Contract.fileField(f, "uri", table.name).asText());
+      if (schemes.add(String.valueOf(path.toUri().getScheme()))) {
+        FileSystems.check(session, table.name, path.toString()); // a partition registered on another store
+      }
       FileStatus status = new FileStatus(Contract.fileField(f, "bytes", table.name).asLong(), false, 1, BLOCK_SIZE,
-          Contract.fileField(f, "mtime_ms", table.name).asLong(),
-          new Path(Contract.fileField(f, "uri", table.name).asText()));
+          Contract.fileField(f, "mtime_ms", table.name).asLong(), path);
       groups.computeIfAbsent(values, k -> new ArrayList<>()).add(status);
     }
     String zone = session.sessionState().conf().sessionLocalTimeZone();

@@ -8,7 +8,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.catalog.CatalogUtils;
@@ -33,16 +35,18 @@ final class HshTable {
   final String name;
   final String location;
   final String metastore; // where a partitioned table's partitions are listed (the session's hive.metastore.uris)
+  final Map<String, String> storage; // the table's fs.s3a.* parameters (endpoint, region, path style; no secrets)
   final StructType dataSchema;
   final StructType partitionSchema;
   private final List<String> dataTypes; // Hive types, by position
   private final List<String> partitionTypes;
 
-  private HshTable(String name, String location, String metastore, StructType dataSchema, List<String> dataTypes,
-      StructType partitionSchema, List<String> partitionTypes) {
+  private HshTable(String name, String location, String metastore, Map<String, String> storage,
+      StructType dataSchema, List<String> dataTypes, StructType partitionSchema, List<String> partitionTypes) {
     this.name = name;
     this.location = location;
     this.metastore = metastore;
+    this.storage = Map.copyOf(storage);
     this.dataSchema = dataSchema;
     this.partitionSchema = partitionSchema;
     this.dataTypes = List.copyOf(dataTypes);
@@ -57,8 +61,13 @@ final class HshTable {
   static HshTable of(CatalogTable table, SparkSession session) {
     String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
     String metastore = session.sparkContext().hadoopConfiguration().get("hive.metastore.uris");
+    Map<String, String> storage = new TreeMap<>();
+    for (Map.Entry<String, String> kv : scala.jdk.javaapi.CollectionConverters.asJava(table.properties())
+        .entrySet()) {
+      if (Contract.isStorageSetting(kv.getKey())) storage.put(kv.getKey(), kv.getValue());
+    }
     return new HshTable(db + "." + table.identifier().table(), CatalogUtils.URIToString(table.location()),
-        metastore == null || metastore.isBlank() ? null : metastore,
+        metastore == null || metastore.isBlank() ? null : metastore, storage,
         table.dataSchema(), hiveTypes(table.dataSchema()), table.partitionSchema(),
         hiveTypes(table.partitionSchema()));
   }
@@ -71,8 +80,15 @@ final class HshTable {
     StructType data = schema(node.get(Contract.table("columns")), dataTypes);
     StructType partitions = schema(node.get(Contract.table("partition_keys")), partitionTypes);
     JsonNode metastore = node.get(Contract.table("metastore"));
+    Map<String, String> storage = new TreeMap<>();
+    JsonNode settings = node.get(Contract.table("storage"));
+    if (settings != null && settings.isObject()) {
+      settings.fields().forEachRemaining(e -> {
+        if (Contract.isStorageSetting(e.getKey())) storage.put(e.getKey(), e.getValue().asText());
+      });
+    }
     return new HshTable(node.get(Contract.table("name")).asText(), node.get(Contract.table("location")).asText(),
-        metastore == null || metastore.isNull() ? null : metastore.asText(), data, dataTypes, partitions,
+        metastore == null || metastore.isNull() ? null : metastore.asText(), storage, data, dataTypes, partitions,
         partitionTypes);
   }
 
@@ -111,6 +127,8 @@ final class HshTable {
     ObjectNode node = JsonNodeFactory.instance.objectNode();
     node.put(Contract.table("name"), name).put(Contract.table("location"), location)
         .put(Contract.table("metastore"), metastore);
+    ObjectNode settings = node.putObject(Contract.table("storage"));
+    for (Map.Entry<String, String> e : new TreeMap<>(storage).entrySet()) settings.put(e.getKey(), e.getValue());
     node.set(Contract.table("columns"), pairs(dataSchema, dataTypes));
     node.set(Contract.table("partition_keys"), pairs(partitionSchema, partitionTypes));
     return node;
@@ -127,7 +145,8 @@ final class HshTable {
     if (!(o instanceof HshTable)) return false;
     HshTable other = (HshTable) o;
     return name.equals(other.name) && location.equals(other.location)
-        && Objects.equals(metastore, other.metastore) && dataSchema.equals(other.dataSchema)
+        && Objects.equals(metastore, other.metastore) && storage.equals(other.storage)
+        && dataSchema.equals(other.dataSchema)
         && partitionSchema.equals(other.partitionSchema) && dataTypes.equals(other.dataTypes)
         && partitionTypes.equals(other.partitionTypes);
   }

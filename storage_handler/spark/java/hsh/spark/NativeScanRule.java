@@ -51,6 +51,7 @@ final class NativeScanRule extends Rule<LogicalPlan> {
 
   private LogicalPlan replace(HiveTableRelation relation) {
     HshTable table = HshTable.of(relation.tableMeta(), session);
+    FileSystems.check(session, table.name, table.location);
     HshFileIndex index = HshFileIndex.pruning(session, table);
     // the Hive relation's output is its data columns then its partition columns: the file relation's order
     List<AttributeReference> output = new ArrayList<>(CollectionConverters.asJava(relation.output()));

@@ -1,0 +1,52 @@
+package hsh.spark;
+
+import java.io.IOException;
+import java.util.Locale;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.util.VersionInfo;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * Whether this Spark can read a table's files at all: Spark reads the kept files in the table's own scheme
+ * ({@code s3a://...}) with whatever Hadoop connector the session has. Without one (this machine's pyspark wheel
+ * has none for S3), Spark would fail deep inside a task with "No FileSystem for scheme"; the handler fails the
+ * query at planning instead, with one line naming the table, the scheme and the package to add.
+ */
+final class FileSystems {
+  private FileSystems() {}
+
+  static void check(SparkSession session, String table, String location) {
+    String scheme = new Path(location).toUri().getScheme();
+    if (scheme == null) return;
+    Configuration conf = session.sessionState().newHadoopConf();
+    try {
+      FileSystem.getFileSystemClass(scheme, conf);
+    } catch (IOException | RuntimeException e) { // no class for the scheme, or a class that is not there
+      throw new IllegalStateException("hsh: table " + table + " is on " + scheme + "://, but this Spark has no "
+          + "file system for " + scheme + ": " + fix(scheme) + " (or read it with spark.read.format(\"hsh\"), "
+          + "which reads through pyarrow)");
+    }
+  }
+
+  /** What to add for {@code scheme}, for the Hadoop version Spark runs. */
+  static String fix(String scheme) {
+    String version = VersionInfo.getVersion();
+    switch (scheme.toLowerCase(Locale.ROOT)) {
+      case "s3a":
+        return "add --conf spark.jars.packages=org.apache.hadoop:hadoop-aws:" + version + " (hsh spark-conf --s3 prints it)";
+      case "s3":
+      case "s3n":
+        return "add --conf spark.jars.packages=org.apache.hadoop:hadoop-aws:" + version + " and --conf spark.hadoop.fs."
+            + scheme + ".impl=org.apache.hadoop.fs.s3a.S3AFileSystem (hsh spark-conf --s3 prints both)";
+      case "abfs":
+      case "abfss":
+        return "add --conf spark.jars.packages=org.apache.hadoop:hadoop-azure:" + version;
+      case "gs":
+        return "add the GCS connector (com.google.cloud.bigdataoss:gcs-connector) to spark.jars.packages";
+      default:
+        return "add the Hadoop connector for " + scheme + ":// to the session's class path";
+    }
+  }
+}

@@ -1,0 +1,56 @@
+"""Locations: which storage a location is on, and how it joins (the one place that tells them apart)."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage_handler.errors import ConfigurationError
+from storage_handler.storage import LOCAL, S3, file_uri, local_path, parse_location
+from storage_handler.storage.location import ARROW
+
+
+def test_local_forms(tmp_path):
+    root = str(tmp_path / "a b")
+    for text in (root, f"file:{root}", f"file://{root}", f"file://localhost{root}", f"{root}/"):
+        loc = parse_location(text)
+        assert (loc.kind, loc.key, loc.uri) == (LOCAL, root, root)
+    assert local_path(f"file:{root}%20") == root + "%20"  # Hive locations are not URI-encoded
+    assert file_uri(root) == f"file://{root}"
+
+
+@pytest.mark.parametrize("scheme", ["s3", "s3a", "s3n"])
+def test_s3_schemes_are_one_store_and_keep_their_spelling(scheme):
+    loc = parse_location(f"{scheme}://lake/warehouse/t/")
+    assert (loc.kind, loc.scheme, loc.bucket, loc.key) == (S3, scheme, "lake", "warehouse/t")
+    assert loc.join("dt=1/part 0 é.parquet").uri == f"{scheme}://lake/warehouse/t/dt=1/part 0 é.parquet"
+    assert file_uri(loc.uri) == f"{scheme}://lake/warehouse/t"
+
+
+def test_relative_to():
+    root = parse_location("s3a://lake/t")
+    assert parse_location("s3a://lake/t/dt=1").relative_to(root) == "dt=1"
+    assert parse_location("s3a://lake/t").relative_to(root) == ""
+    assert parse_location("s3a://lake/t2/dt=1").relative_to(root) is None  # a sibling with a common prefix
+    assert parse_location("s3a://other/t/dt=1").relative_to(root) is None
+    assert parse_location("/data/t/dt=1").relative_to(parse_location("/data/t")) == "dt=1"
+    assert parse_location("/data/t").relative_to(root) is None
+
+
+@pytest.mark.parametrize("text", ["gs://b/x", "abfss://c@acct.dfs.core.windows.net/x", "hdfs://nn:8020/x"])
+def test_other_stores_go_through_pyarrow(text):
+    assert parse_location(text).kind == ARROW
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty location"), ("ftp://host/x", "ftp:// scheme is not supported"),
+    ("s3a:lake/x", "s3a://bucket/folder"), ("s3a:///x", "names no bucket"),
+    ("s3a://lake/a/../b", "'..' path segment"), ("file://otherhost/x", "names host"),
+])
+def test_bad_locations_are_one_clear_error(text, message):
+    with pytest.raises(ConfigurationError, match=message):
+        parse_location(text)
+
+
+def test_local_path_refuses_remote_locations():
+    with pytest.raises(ConfigurationError, match="not on this machine's disk"):
+        local_path("s3a://lake/x")
