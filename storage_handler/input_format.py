@@ -39,13 +39,14 @@ from storage_handler.catalog.metastore_source import partition_source
 from storage_handler.decode.serialized import decode_job_conf
 from storage_handler.job_conf import JobConf
 from storage_handler.pruning import PredicateEvaluator
+from storage_handler.pruning.membership import membership_columns
 from storage_handler.sarg import ExprOp, SearchArgument
 from storage_handler.split import Split
 from storage_handler.stats import DataFile, list_data_files
 from storage_handler.stats import load as load_index
 
 log = logging.getLogger(__name__)
-STATS_COLUMNS = ("num_records", "min_values", "max_values", "null_count")
+STATS_COLUMNS = ("num_records", "min_values", "max_values", "null_count", "bloom_filters", "value_lists")
 MAX_INDEX_PREFIXES = 256  # beyond this many kept partitions the filter costs more than reading the whole index
 
 
@@ -164,7 +165,7 @@ class ParquetInputFormat:
         else:
             after_parts = evaluator.eval(scan)
             t3 = time.perf_counter()
-            snapshot = load_index(conf.location, prefixes)
+            snapshot = load_index(conf.location, prefixes, membership_columns(evaluator.bound))
             index_version = snapshot.version if snapshot else None
             scan, unknown = attach_stats(scan, snapshot.table if snapshot else None)
             selection = evaluator.eval(scan, after_parts)

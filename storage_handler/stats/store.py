@@ -39,7 +39,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from storage_handler.errors import StatsIndexError
 from storage_handler.stats.index import columns_of, index_schema, options_of, unsafe_paths
 from storage_handler.stats.listing import local_path
+from storage_handler.stats.membership import project, projection
 from storage_handler.types import HiveType
 
 log = logging.getLogger(__name__)
@@ -95,13 +96,18 @@ def current_version(table_location: str) -> int | None:
     return None if pointer is None else pointer[0]
 
 
-def load(table_location: str, prefixes: Sequence[str] | None = None) -> IndexSnapshot | None:
+def load(
+    table_location: str, prefixes: Sequence[str] | None = None, membership: Collection[str] | None = None
+) -> IndexSnapshot | None:
     """The current index snapshot, validated; None when the table has no index yet.
 
     With ``prefixes`` (folder paths ending in ``/``, as the index names files: relative to the table, or absolute),
     only the rows of files directly or indirectly under them are read. Snapshots are written sorted by path in
     row groups of :data:`ROW_GROUP_ROWS`, so Parquet's own row-group statistics skip the rest: a query keeping one
     partition of a big table reads about one row group of its index, not the whole index.
+
+    With ``membership`` (column names), only those columns' bloom filters and value lists are read (the filters
+    of a query's own columns; ``()`` reads none); the snapshot then records only those (never commit it).
 
     Raises StatsIndexError when the pointer or snapshot is corrupt or the index names unsafe paths.
     """
@@ -113,7 +119,7 @@ def load(table_location: str, prefixes: Sequence[str] | None = None) -> IndexSna
         version, rel = pointer
         path = os.path.join(folder, *rel.split("/"))
         try:
-            table = _read(path, prefixes)
+            table = project(_read(path, prefixes, membership), membership)
         except FileNotFoundError:
             time.sleep(0.01)  # a concurrent commit may have switched and collected it: read the pointer again
             continue
@@ -130,16 +136,19 @@ def load(table_location: str, prefixes: Sequence[str] | None = None) -> IndexSna
     )
 
 
-def _read(path: str, prefixes: Sequence[str] | None) -> pa.Table:
+def _read(path: str, prefixes: Sequence[str] | None, membership: Collection[str] | None = None) -> pa.Table:
     """The snapshot's rows, or (with ``prefixes``) those of the row groups that can hold paths under them.
 
     A file under prefix ``p/`` has a path in [``p/``, ``p0``) (``0`` follows ``/``): a row group is read when its
     min/max of ``path`` overlaps one of those ranges. The rows of a read row group that lie under no prefix are
     harmless (index rows are only matched against listed files), so no row filter is applied.
     """
-    if prefixes is None:
+    if prefixes is None and membership is None:
         return pq.read_table(path)
     parquet = pq.ParquetFile(path)
+    columns = projection(parquet.schema_arrow, membership)  # None: every column
+    if prefixes is None:
+        return parquet.read(columns=columns)
     column = parquet.schema_arrow.get_field_index("path")
     ranges = sorted((p, p[:-1] + "0") for p in prefixes)
     starts = [lo for lo, _ in ranges]
@@ -155,9 +164,9 @@ def _read(path: str, prefixes: Sequence[str] | None) -> pa.Table:
         i = bisect.bisect_right(starts, last) - 1
         if i >= 0 and reach[i] > first:
             groups.append(g)
-    if len(groups) == parquet.metadata.num_row_groups:
+    if len(groups) == parquet.metadata.num_row_groups and columns is None:
         return pq.read_table(path)  # (multi-threaded, faster than reading every group one by one)
-    return parquet.read_row_groups(groups) if groups else parquet.schema_arrow.empty_table()
+    return parquet.read_row_groups(groups, columns=columns) if groups else parquet.schema_arrow.empty_table()
 
 
 def validate_table(
