@@ -255,3 +255,21 @@ def project(table: pa.Table, wanted: Collection[str] | None) -> pa.Table:
     else:
         meta[MEMBERSHIP_KEY] = spec.to_json().encode()
     return table.replace_schema_metadata(meta)
+
+
+def membership_sizes(table: pa.Table) -> list[dict[str, Any]]:
+    """Per chosen column: how many files keep a filter or list, and its size in bytes in memory (``describe``)."""
+    rows: list[dict[str, Any]] = []
+    for struct, kind in ((BLOOM_COLUMN, "bloom filter"), (VALUE_LIST_COLUMN, "value list")):
+        if struct not in table.column_names:
+            continue
+        for child in table.schema.field(struct).type:
+            values = pc.struct_field(table.column(struct), child.name)
+            files = len(values) - values.null_count
+            if kind == "bloom filter":
+                size = int(pc.sum(pc.binary_length(values)).as_py() or 0)
+            else:
+                size = int(pc.list_flatten(values).nbytes) if files else 0
+            rows.append({"column": child.name, "kind": kind, "files": files, "bytes": size,
+                         "bytes_per_file": round(size / files, 1) if files else 0})
+    return rows

@@ -51,8 +51,9 @@ class MembershipSpec:
         return tuple(dict.fromkeys((*self.bloom_columns, *self.value_list_columns)))
 
     @classmethod
-    def for_table(cls, parameters: Mapping[str, str], table: str = "the table") -> MembershipSpec:
+    def for_table(cls, parameters: Mapping[str, str], table: str = "") -> MembershipSpec:
         """The spec a table's parameters ask for; a malformed value is a ConfigurationError naming it."""
+        where = f"table {table}: " if table else ""
         fpp_text = str(parameters.get(TABLE_PARAM_BLOOM_FPP, DEFAULT_FPP)).strip()
         max_text = str(parameters.get(TABLE_PARAM_VALUE_LIST_MAX, DEFAULT_VALUE_LIST_MAX)).strip()
         try:
@@ -61,12 +62,12 @@ class MembershipSpec:
             fpp = math.nan
         if not 0.0 < fpp < 1.0:
             raise ConfigurationError(
-                f"{table}: table parameter {TABLE_PARAM_BLOOM_FPP}={fpp_text!r} is not a false-positive rate; "
+                f"{where}table parameter {TABLE_PARAM_BLOOM_FPP}={fpp_text!r} is not a false-positive rate; "
                 "use a number between 0 and 1 such as 0.01"
             )
         if not max_text.isdigit() or not 1 <= int(max_text) <= MAX_VALUE_LIST_MAX:
             raise ConfigurationError(
-                f"{table}: table parameter {TABLE_PARAM_VALUE_LIST_MAX}={max_text!r} is not a count; use a whole "
+                f"{where}table parameter {TABLE_PARAM_VALUE_LIST_MAX}={max_text!r} is not a count; use a whole "
                 f"number from 1 to {MAX_VALUE_LIST_MAX} such as {DEFAULT_VALUE_LIST_MAX}"
             )
         return cls(_names(parameters.get(TABLE_PARAM_BLOOM_COLUMNS)), fpp,
@@ -81,12 +82,12 @@ class MembershipSpec:
                 hive_type = types.get(column)
                 if hive_type is None:
                     raise ConfigurationError(
-                        f"{table}: {param} names column {column!r}, which is not a data column of the table "
+                        f"table {table}: {param} names column {column!r}, which is not a data column of the table "
                         f"(columns: {', '.join(sorted(types)) or 'none'}); fix the name or remove it"
                     )
                 if hive_type.name not in MEMBERSHIP_TYPES:
                     raise ConfigurationError(
-                        f"{table}: {param} names column {column!r} of type {hive_type}; bloom filters and value "
+                        f"table {table}: {param} names column {column!r} of type {hive_type}; bloom filters and value "
                         "lists are kept for tinyint, smallint, int, bigint, decimal, string, varchar, date and "
                         "timestamp columns only; remove it from the parameter"
                     )

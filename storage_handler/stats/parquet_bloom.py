@@ -15,7 +15,9 @@ A footer's filters are used only when they describe exactly the values the table
   strings; never ``varchar(n)``, whose reader cuts values the writer hashed whole; never unsigned integers).
 
 The row groups' filters are folded to one size and OR-ed (``bloom.union``): the size the table's false-positive
-rate asks for, given at most as many distinct values as the row groups hold non-null values.
+rate asks for, given at most as many distinct values as the row groups hold non-null values. If the result's
+estimated false-positive rate is above twice the table's (a writer sized its filters too small), the values are
+read instead.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from thrift.protocol.TCompactProtocol import TCompactProtocol
 from thrift.Thrift import TType
 from thrift.transport.TTransport import TMemoryBuffer
 
-from storage_handler.stats.bloom import INT32_TYPES, MIN_BYTES, decimal_bytes, optimal_num_bytes, union
+from storage_handler.stats.bloom import (
+    INT32_TYPES,
+    MIN_BYTES,
+    decimal_bytes,
+    estimated_fpp,
+    optimal_num_bytes,
+    union,
+)
 from storage_handler.stats.convert import Source
 from storage_handler.types import HiveType
 
@@ -157,4 +166,6 @@ def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type
                 return None
             bitsets.append(bitset)
     size = min([optimal_num_bytes(values_bound, fpp), *(len(b) for b in bitsets)])
-    return union(bitsets, size)
+    merged = union(bitsets, size)
+    # a writer's filters sized for fewer values than it put in (or folded to one) rule out little: build our own
+    return merged if estimated_fpp(merged) <= 2 * fpp else None
