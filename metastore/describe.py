@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from metastore.client import MetastoreClient
@@ -50,6 +51,7 @@ def _index_info(location: str, partition_keys: list[str], conf: dict[str, str]) 
     """Index version and coverage, read from storage (the truth), not from the metastore's copy of the pointer."""
     from storage_handler.errors import StorageHandlerError
     from storage_handler.stats import list_data_files, load
+    from storage_handler.stats.membership import membership_sizes
 
     try:
         files = list_data_files(location, partition_keys, storage_for(location, conf))
@@ -59,10 +61,15 @@ def _index_info(location: str, partition_keys: list[str], conf: dict[str, str]) 
     if snapshot is None:
         return {"files": len(files), "index_version": None, "index_files": 0}
     errors = snapshot.table.column("stats_error").null_count
+    index_bytes = os.path.getsize(snapshot.path)
     return {
         "files": len(files),
         "bytes": sum(f.size for f in files),
         "index_version": snapshot.version,
         "index_files": snapshot.table.num_rows,
         "index_files_without_stats": snapshot.table.num_rows - errors,
+        # what a query reads of the index: the snapshot, of which filters only for the columns its leaves name
+        "index_bytes": index_bytes,
+        "index_bytes_per_file": round(index_bytes / snapshot.table.num_rows, 1) if snapshot.table.num_rows else 0,
+        "membership": membership_sizes(snapshot.table),
     }

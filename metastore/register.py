@@ -27,6 +27,7 @@ from metastore.table_spec import (
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
+from storage_handler.stats.membership_spec import TABLE_PARAMETERS as MEMBERSHIP_PARAMETERS
 from storage_handler.storage import check_no_secrets, parse_location
 
 DEFAULT_BATCH = 1000
@@ -131,7 +132,13 @@ def apply_registration(
     if plan.create_table:
         hooked.create_table(client, table, hook)
     else:  # refresh the index and record its version, under the lock, on a freshly read table
-        current, _locked = hooked.refresh_table(client, name.database, name.table, hook, drop_legacy_parameters)
+        chosen = {k: v for k, v in plan.table_properties.items() if k in MEMBERSHIP_PARAMETERS}
+
+        def change(table: Any) -> None:
+            drop_legacy_parameters(table)
+            table.parameters.update(chosen)  # a bloom-filter / value-list choice given again applies now
+
+        current, _locked = hooked.refresh_table(client, name.database, name.table, hook, change)
     added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)
     result = plan.summary()
     result["partitions_added"] = added

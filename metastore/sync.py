@@ -162,4 +162,5 @@ def apply_sync(
         "index_version": int(table.parameters.get("hsh.index.version", 0)),
         "index_added": len(diff.added) if diff else 0, "index_changed": len(diff.changed) if diff else 0,
         "index_removed": len(diff.removed) if diff else 0,
+        "index_membership_read": list(diff.membership_read) if diff else [],
     }

@@ -40,6 +40,7 @@ from storage_handler.catalog.metastore_source import partition_source
 from storage_handler.decode.serialized import decode_job_conf
 from storage_handler.job_conf import JobConf
 from storage_handler.pruning import PredicateEvaluator
+from storage_handler.pruning.membership import membership_columns
 from storage_handler.sarg import ExprOp, SearchArgument
 from storage_handler.split import Split
 from storage_handler.stats import DataFile
@@ -47,7 +48,7 @@ from storage_handler.stats import load as load_index
 from storage_handler.storage import storage_for
 
 log = logging.getLogger(__name__)
-STATS_COLUMNS = ("num_records", "min_values", "max_values", "null_count")
+STATS_COLUMNS = ("num_records", "min_values", "max_values", "null_count", "bloom_filters", "value_lists")
 MAX_INDEX_PREFIXES = 256  # beyond this many kept partitions the filter costs more than reading the whole index
 
 
@@ -167,7 +168,7 @@ class ParquetInputFormat:
         else:
             after_parts = evaluator.eval(scan)
             t3 = time.perf_counter()
-            snapshot = load_index(conf.location, prefixes, conf=job_conf)
+            snapshot = load_index(conf.location, prefixes, membership_columns(evaluator.bound), conf=job_conf)
             index_version = snapshot.version if snapshot else None
             scan, unknown = attach_stats(scan, snapshot.table if snapshot else None)
             selection = evaluator.eval(scan, after_parts)

@@ -102,10 +102,11 @@ class IndexMetaHook:
 
     def _refresh(self, desc: TableDesc) -> int:
         keys = [k for k, _ in desc.partition_keys]
+        options = StatsOptions.for_table(desc.parameters)
+        options.membership.check(desc.name, desc.columns)  # bloom / value-list columns must exist and fit
         version, diff = update_index(
             self._root(desc), desc.columns, self._files(desc, keys), partition_columns=keys,
-            options=StatsOptions.for_table(desc.parameters), show_progress=self.show_progress,
-            conf=s3a_settings(desc.parameters),
+            options=options, show_progress=self.show_progress, conf=s3a_settings(desc.parameters),
         )
         self.last_diff = diff
         return int(version or 0)

@@ -51,6 +51,7 @@ from storage_handler.job_conf import SARG_PUSHDOWN, table_properties
 from storage_handler.sarg import LeafOperator, LeafType, SearchArgument, TruthValue
 from storage_handler.sarg import serde as sarg_serde
 from storage_handler.stats import HIVE_DEFAULT_PARTITION, StatsOptions, load, update_index
+from storage_handler.stats.membership_spec import MembershipSpec
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import HiveType, parse_hive_type
 from tests.e2e_strategies import (
@@ -244,14 +245,15 @@ class Oracle:
 
 
 # ================================================================================================ the property
-def run_scenario(sc: Scenario, tmp: str) -> int:
-    """Write, index, change storage, then check every predicate; returns how many (file, predicate) were pruned."""
+def run_scenario(sc: Scenario, tmp: str, membership: MembershipSpec | None = None) -> int:
+    """Write, index, change storage, then check every predicate; returns how many (file, predicate) were pruned.
+    ``membership``: bloom filters / value lists to index too (``tests/test_membership_e2e.py``)."""
     root = Path(tmp) / "table"
     root.mkdir(parents=True)
     location = "file:" + str(root)
     cols = table_columns(sc.columns)
     partition_columns = [PARTITION] if sc.partitioned else []
-    options = StatsOptions(scan_float_columns=sc.scan_floats)
+    options = StatsOptions(scan_float_columns=sc.scan_floats, membership=membership or MembershipSpec())
     indexed = [write_file(root, sc.partitioned, f) for f in sc.indexed]
     update_index(location, cols, partition_columns=partition_columns, options=options, max_workers=1)
     for f in sc.added:

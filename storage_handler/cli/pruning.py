@@ -149,13 +149,16 @@ def _index_refresh(args: argparse.Namespace) -> int:
         "table": str(name), "index_version": int(table.parameters.get("hsh.index.version", 0)),
         "added": list(diff.added), "changed": list(diff.changed), "removed": list(diff.removed),
         "retried": list(diff.retried), "full_rebuild": diff.full_rebuild,
+        "membership_changed": diff.membership_changed, "membership_read": list(diff.membership_read),
     }
     if args.json:
         print_json(data)
     else:
         say(f"index of {name} at version {data['index_version']}: {len(diff.added)} added, "
             f"{len(diff.changed)} changed, {len(diff.removed)} removed"
-            + (" (full rebuild: the columns changed)" if diff.full_rebuild else ""))
+            + (" (full rebuild: the columns changed)" if diff.full_rebuild else "")
+            + (f"; bloom filters / value lists changed, read for unchanged files: "
+               f"{', '.join(diff.membership_read) or 'nothing'}" if diff.membership_changed else ""))
         for kind in ("added", "changed", "removed"):
             for path in data[kind]:
                 out.print(f"  {kind:8} {escape(path)}", highlight=False)

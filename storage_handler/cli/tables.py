@@ -24,6 +24,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--scan-float-columns", action="store_true",
                    help="read float/double columns when indexing, so their bounds can prune (footers cannot prove "
                         "a float column free of NaN); slower indexing. Sets hsh.stats.scan_float_columns=true")
+    _add_membership_options(p)
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
     add_metastore_option(p)
     add_json_option(p)
@@ -62,6 +63,35 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=_sql)
 
 
+def _add_membership_options(p: Any) -> None:
+    p.add_argument("--bloom-filter-columns", metavar="COL[,COL...]",
+                   help="keep a bloom filter per file for these columns (point lookups on unclustered ids: = IN "
+                        "<=>); sets hsh.bloom.filter.columns (\"\" removes them when registering again)")
+    p.add_argument("--bloom-filter-fpp", type=float, metavar="P",
+                   help="false-positive rate the filters are sized for (default 0.01); hsh.bloom.filter.fpp")
+    p.add_argument("--value-list-columns", metavar="COL[,COL...]",
+                   help="keep each file's distinct values of these columns when there are at most "
+                        "--value-list-max of them (exact = <> IN NOT IN <=>); sets hsh.value.list.columns")
+    p.add_argument("--value-list-max", type=int, metavar="N",
+                   help="most distinct values a file's value list keeps (default 64); hsh.value.list.max")
+
+
+def _membership_properties(args: argparse.Namespace) -> dict[str, str]:
+    from storage_handler.stats.membership_spec import (
+        TABLE_PARAM_BLOOM_COLUMNS,
+        TABLE_PARAM_BLOOM_FPP,
+        TABLE_PARAM_VALUE_LIST_COLUMNS,
+        TABLE_PARAM_VALUE_LIST_MAX,
+        MembershipSpec,
+    )
+
+    given = {TABLE_PARAM_BLOOM_COLUMNS: args.bloom_filter_columns, TABLE_PARAM_BLOOM_FPP: args.bloom_filter_fpp,
+             TABLE_PARAM_VALUE_LIST_COLUMNS: args.value_list_columns, TABLE_PARAM_VALUE_LIST_MAX: args.value_list_max}
+    result = {k: str(v) for k, v in given.items() if v is not None}
+    MembershipSpec.for_table(result, args.table)  # a bad value fails before anything is read or created
+    return result
+
+
 def _properties(pairs: list[str]) -> dict[str, str]:
     result = {}
     for pair in pairs:
@@ -84,7 +114,8 @@ def _register(args: argparse.Namespace) -> int:
         plan = plan_registration(
             client, name, args.path, location=args.location, owner=args.owner,
             table_properties={**_properties(args.table_property),
-                              **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {})},
+                              **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
+                              **_membership_properties(args)},
             progress=None if quiet else say,
         )
         if args.dry_run:

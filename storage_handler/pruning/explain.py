@@ -9,11 +9,12 @@ out by being certainly true rather than certainly false). Used by ``hsh explain`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
 from storage_handler.pruning.bind import BoundLeaf, UnboundLeaf
+from storage_handler.pruning.membership_explain import membership_notes
 from storage_handler.pruning.tree import And, Constant, Not, Or, children_of, leaf_text, postorder
 from storage_handler.pruning.truth_codes import NO, YES, and_codes, code_of, not_code, or_codes, truth_of
 from storage_handler.pruning.vectorized import CompiledPredicate
@@ -59,12 +60,13 @@ def explain(compiled: CompiledPredicate, batch: pa.RecordBatch | pa.Table, row: 
     if not 0 <= row < batch.num_rows:
         raise IndexError(f"row {row} is outside the batch of {batch.num_rows} files")
     leaf_codes = {i: codes[0].as_py() for i, codes in compiled.leaf_truth_values(batch.slice(row, 1)).items()}
+    notes = membership_notes(compiled, batch.slice(row, 1))  # a bloom filter / value list decided a leaf
     value: dict[int, int] = {}
     verdicts: dict[int, LeafVerdict] = {}
     for node in postorder(compiled.bound):
         if isinstance(node, (BoundLeaf, UnboundLeaf)):
             code = leaf_codes[node.leaf.index]
-            note = node.reason if isinstance(node, UnboundLeaf) else ""
+            note = node.reason if isinstance(node, UnboundLeaf) else notes.get(node.leaf.index, "")
             verdicts.setdefault(node.leaf.index, LeafVerdict(node.leaf.index, leaf_text(node.leaf), truth_of(code),
                                                              note=note))
         elif isinstance(node, Constant):
@@ -79,7 +81,7 @@ def explain(compiled: CompiledPredicate, batch: pa.RecordBatch | pa.Table, row: 
         value[id(node)] = code
     root = value[id(compiled.bound)]
     kept = bool(root & YES)
-    reasons = () if kept else tuple(_reasons(compiled.bound, value))
+    reasons = () if kept else tuple(replace(r, note=notes.get(r.index, "")) for r in _reasons(compiled.bound, value))
     return Explanation(row, truth_of(root), kept, reasons, tuple(verdicts[i] for i in sorted(verdicts)))
 
 

@@ -27,6 +27,8 @@ unknowns), per file, first matching state wins:
 
    otherwise YES_NO; when the column may hold NULLs (``null_count`` > 0 or unknown) every operator but IS_NULL and
    NULL_SAFE_EQUALS adds NULL. A partition value behaves as min = max = value without NULLs.
+   EQUALS, NULL_SAFE_EQUALS and IN also consult the file's bloom filter and value list when the index keeps them
+   (``membership.py``): they can only turn YES_NO into NO or YES.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import pyarrow.compute as pc
 
 from storage_handler.pruning.bind import BoundLeaf, BoundNode, StatsColumn, UnboundLeaf
 from storage_handler.pruning.domain import DomainPoint, domain_arrow_type, to_arrow_scalar
+from storage_handler.pruning.membership import MembershipInput, Probe, compile_probe, membership_input, refine
 from storage_handler.pruning.partitions import PartitionValue, single_chunk
 from storage_handler.pruning.tree import And, Constant, Not, Or, children_of, postorder
 from storage_handler.pruning.truth_codes import (
@@ -70,6 +73,7 @@ class LeafInput:
     allnull: Plane
     rng: Plane
     has_null: Plane
+    membership: MembershipInput | None = None  # the column's bloom filters / value lists, if the index keeps any
 
 
 _NO_INPUT = LeafInput(None, None, True, False, False, False, True)
@@ -140,7 +144,8 @@ def _outside(inp: LeafInput, p: _Point) -> Cond:
     return _k_or(_gt(inp.mn, p), _lt(inp.mx, p))
 
 
-def _conditions(op: LeafOperator, points: tuple[_Point, ...], inp: LeafInput) -> tuple[Plane, Plane]:
+def _conditions(op: LeafOperator, points: tuple[_Point, ...], inp: LeafInput,
+                probe: Probe | None = None) -> tuple[Plane, Plane]:
     """``(yes, no)``: every row is YES (resp. NO) for files in the range state."""
     if op == Op.IS_NULL:
         return False, p_not(inp.has_null)
@@ -165,15 +170,18 @@ def _conditions(op: LeafOperator, points: tuple[_Point, ...], inp: LeafInput) ->
         no = _k_or(_lt(inp.mx, lo), _gt(inp.mn, hi))
     else:  # pragma: no cover - LeafOperator is closed
         raise AssertionError(op)
-    yes_f = _filled(yes)
+    yes_f, no_f = _filled(yes), _filled(no)
+    if probe is not None and inp.membership is not None:
+        yes_f, no_f = refine(probe, inp.membership, yes_f, no_f)
     if op == Op.NULL_SAFE_EQUALS:
         yes_f = p_and(yes_f, p_not(inp.has_null))
-    return yes_f, _filled(no)
+    return yes_f, no_f
 
 
-def leaf_planes(op: LeafOperator, points: tuple[_Point, ...], inp: LeafInput) -> TruthPlanes:
+def leaf_planes(op: LeafOperator, points: tuple[_Point, ...], inp: LeafInput,
+                probe: Probe | None = None) -> TruthPlanes:
     """One leaf over every file (the table in the module docstring)."""
-    yes, no = _conditions(op, points, inp)
+    yes, no = _conditions(op, points, inp, probe)
     y = p_or(inp.nostats, p_and(inp.rng, p_not(no)))
     n = p_or(p_or(inp.nostats, inp.empty), p_and(inp.rng, p_not(yes)))
     if op == Op.IS_NULL:
@@ -298,7 +306,7 @@ class _Batch:
             has_null = True
         else:
             has_null = pc.not_equal(nc, 0)
-        return LeafInput(mn, mx, nostats, empty, allnull, rng, has_null)
+        return LeafInput(mn, mx, nostats, empty, allnull, rng, has_null, membership_input(self.field, source))
 
     def _partition_input(self, source: PartitionValue) -> LeafInput:
         values, unknown = source.evaluate(self.batch)
@@ -325,8 +333,7 @@ class CompiledPredicate:
         for node in postorder(bound):
             kids = tuple(register[id(c)] for c in children_of(node))
             if isinstance(node, BoundLeaf):
-                points = tuple(_compile_point(p, node.source.hive_type) for p in node.points)
-                step: Step = ("leaf", (node, points), kids)
+                step: Step = ("leaf", _compile_leaf(node), kids)
             elif isinstance(node, UnboundLeaf):
                 step = ("const", _UNKNOWN, kids)
             elif isinstance(node, Constant):
@@ -348,8 +355,8 @@ class CompiledPredicate:
         regs: list[TruthPlanes] = []
         for kind, payload, kids in self._steps:
             if kind == "leaf":
-                leaf, points = payload
-                regs.append(leaf_planes(leaf.leaf.operator, points, view.leaf_input(leaf.source)))
+                leaf, points, probe = payload
+                regs.append(leaf_planes(leaf.leaf.operator, points, view.leaf_input(leaf.source), probe))
             elif kind == "const":
                 regs.append(payload)
             elif kind == "and":
@@ -374,12 +381,19 @@ class CompiledPredicate:
         result: dict[int, pa.Int8Array] = {}
         for node in postorder(self.bound):
             if isinstance(node, BoundLeaf) and node.leaf.index not in result:
-                points = tuple(_compile_point(p, node.source.hive_type) for p in node.points)
-                planes = leaf_planes(node.leaf.operator, points, view.leaf_input(node.source))
+                _, points, probe = _compile_leaf(node)
+                planes = leaf_planes(node.leaf.operator, points, view.leaf_input(node.source), probe)
                 result[node.leaf.index] = planes.to_codes(batch.num_rows)
             elif isinstance(node, UnboundLeaf) and node.leaf.index not in result:
                 result[node.leaf.index] = _UNKNOWN.to_codes(batch.num_rows)
         return result
+
+
+def _compile_leaf(node: BoundLeaf) -> tuple[BoundLeaf, tuple[_Point, ...], Probe | None]:
+    hive_type = node.source.hive_type
+    points = tuple(_compile_point(p, hive_type) for p in node.points)
+    probe = compile_probe(node.leaf.operator, node.points, hive_type) if isinstance(node.source, StatsColumn) else None
+    return node, points, probe
 
 
 def _compile_point(point: DomainPoint, hive_type: Any) -> _Point:

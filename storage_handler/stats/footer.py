@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -32,6 +32,8 @@ import pyarrow.parquet as pq
 
 from storage_handler.errors import ConfigurationError, StatsIndexError
 from storage_handler.stats.convert import classify, convert_bound, float_bound
+from storage_handler.stats.membership import ColumnMembership, read_membership
+from storage_handler.stats.membership_spec import MembershipSpec
 from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType
 
@@ -45,9 +47,12 @@ class StatsOptions:
     A table opts in with the table parameter ``hsh.stats.scan_float_columns=true`` (``hsh register
     --scan-float-columns``); every index build and refresh of that table then uses it (:meth:`for_table`). The
     index records the options it was built with, and a refresh under other options re-reads every footer.
+    ``membership`` (bloom filters and value lists, ``membership_spec.py``) is recorded separately: a refresh under
+    another choice reads only the columns whose filters it adds.
     """
 
     scan_float_columns: bool = False
+    membership: MembershipSpec = MembershipSpec()
 
     @classmethod
     def for_table(cls, parameters: Mapping[str, str]) -> StatsOptions:
@@ -56,7 +61,12 @@ class StatsOptions:
             raise ConfigurationError(
                 f"table parameter {TABLE_PARAM_SCAN_FLOAT}={parameters[TABLE_PARAM_SCAN_FLOAT]!r}: use true or false"
             )
-        return cls(scan_float_columns=value == "true")
+        return cls(scan_float_columns=value == "true", membership=MembershipSpec.for_table(parameters))
+
+    @property
+    def footer_options(self) -> StatsOptions:
+        """These options without the membership choice: what decides whether footers must be read again."""
+        return replace(self, membership=MembershipSpec())
 
     def to_json(self) -> str:
         return json.dumps({"scan_float_columns": self.scan_float_columns}, sort_keys=True)
@@ -91,6 +101,7 @@ class FileStats:
     num_records: int | None
     columns: Mapping[str, ColumnStats] = field(default_factory=lambda: MappingProxyType({}))
     error: str | None = None
+    membership: Mapping[str, ColumnMembership] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
     def failed(cls, error: str) -> FileStats:
@@ -117,6 +128,9 @@ def read_file_stats(
             stats = stats_from_metadata(md, columns)
             if options.scan_float_columns:
                 stats = _scan_float_columns(pf, columns, stats)
+            if not options.membership.is_empty:  # bloom filters / value lists: same open file
+                stats = replace(stats, membership=MappingProxyType(read_membership(pf, path, columns,
+                                                                                   options.membership)))
             return stats
     except Exception as exc:  # noqa: BLE001 - any unreadable footer is recorded, never fatal for the table
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

@@ -9,7 +9,8 @@ on S3; null = unknown: such a row is never trusted, see :mod:`storage_handler.st
 = unknown),
 ``partition_values`` map<string,string> (null value = NULL partition), ``min_values`` / ``max_values`` (struct, one
 field per stats-capable column typed as ``hive_to_arrow(type)``, null = unknown), ``null_count`` (struct of int64),
-``stats_error`` (why a footer could not be read).
+``stats_error`` (why a footer could not be read); when the table chooses bloom filters or value lists,
+``bloom_filters`` / ``value_lists`` follow (see ``membership.py``; an index without them has no filters).
 
 The table's columns (name + Hive type, so ``varchar(10)`` survives) ride in the schema metadata under
 ``hsh.index.columns``; ``store.py`` writes them into every snapshot.
@@ -29,6 +30,8 @@ import pyarrow.compute as pc
 from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
 from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
 from storage_handler.stats.listing import DataFile, absolute_path
+from storage_handler.stats.membership import MEMBERSHIP_KEY, membership_arrays, membership_fields
+from storage_handler.stats.membership_spec import MembershipSpec
 from storage_handler.storage import FileEntry, storage_for
 from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow, parse_hive_type
 
@@ -67,8 +70,12 @@ def index_schema(columns: Iterable[tuple[str, HiveType]], options: StatsOptions 
     cols = indexed_columns(columns)
     bounds = pa.struct([pa.field(n, hive_to_arrow(t)) for n, t in cols])
     counts = pa.struct([pa.field(n, pa.int64()) for n, _ in cols])
+    options = options or StatsOptions()
     meta = {COLUMNS_KEY: json.dumps([[n, str(t)] for n, t in cols]).encode(), FORMAT_KEY: FORMAT_VERSION,
-            OPTIONS_KEY: (options or StatsOptions()).to_json().encode()}
+            OPTIONS_KEY: options.to_json().encode()}
+    extra = membership_fields(options.membership, cols)
+    if extra:  # bloom filters / value lists (absent from older indexes: no filters)
+        meta[MEMBERSHIP_KEY] = options.membership.to_json().encode()
     return pa.schema(
         [
             pa.field("path", pa.string()),
@@ -81,6 +88,7 @@ def index_schema(columns: Iterable[tuple[str, HiveType]], options: StatsOptions 
             pa.field("max_values", bounds),
             pa.field("null_count", counts),
             pa.field("stats_error", pa.string()),
+            *extra,
         ],
         metadata=meta,
     )
@@ -100,7 +108,10 @@ def columns_of(schema: pa.Schema) -> tuple[tuple[str, HiveType], ...]:
 
 def options_of(schema: pa.Schema) -> StatsOptions:
     """The statistics options an index table was built with."""
-    return StatsOptions.from_json((schema.metadata or {}).get(OPTIONS_KEY))
+    meta = schema.metadata or {}
+    options = StatsOptions.from_json(meta.get(OPTIONS_KEY))
+    membership = MembershipSpec.from_json(meta.get(MEMBERSHIP_KEY))
+    return options if membership.is_empty else StatsOptions(options.scan_float_columns, membership)
 
 
 def stats_table(
@@ -137,6 +148,7 @@ def stats_table(
         struct_of(lambda s, c: s.column(c).null_count, schema.field("null_count").type),
         pa.array([s.error for s in stats], pa.string()),
     ]
+    arrays += membership_arrays(list(schema)[len(arrays):], [s.membership for s in stats])
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

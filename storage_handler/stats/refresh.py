@@ -26,6 +26,7 @@ from storage_handler.stats.index import (
     stats_table,
 )
 from storage_handler.stats.listing import DataFile, list_data_files
+from storage_handler.stats.membership_refresh import carry
 from storage_handler.stats.store import DEFAULT_KEEP, IndexConflictError, IndexSnapshot, commit, load
 from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
@@ -37,6 +38,8 @@ class FileDiff:
 
     ``changed``: size, mtime, version tag or partition values differ. ``retried``: unchanged files re-read because their
     footer failed last time. ``full_rebuild``: the indexed columns changed, so every footer was read again.
+    ``membership_changed``: the bloom-filter / value-list choice changed; ``membership_read``: the columns whose
+    values were read for unchanged files because of it (their other statistics were reused).
     """
 
     added: tuple[str, ...] = ()
@@ -44,10 +47,13 @@ class FileDiff:
     removed: tuple[str, ...] = ()
     retried: tuple[str, ...] = ()
     full_rebuild: bool = False
+    membership_changed: bool = False
+    membership_read: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not (self.added or self.changed or self.removed or self.retried or self.full_rebuild)
+        return not (self.added or self.changed or self.removed or self.retried or self.full_rebuild
+                    or self.membership_changed)
 
 
 def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[FileDiff, list[int]]:
@@ -100,10 +106,14 @@ def refresh_index(
     prev_table = previous.table if isinstance(previous, IndexSnapshot) else previous
     diff, kept = diff_files(prev_table, file_list)
     wanted = options or StatsOptions()
-    full = prev_table is not None and (columns_of(prev_table.schema) != cols or options_of(prev_table.schema) != wanted)
+    before = options_of(prev_table.schema) if prev_table is not None else wanted
+    full = prev_table is not None and (columns_of(prev_table.schema) != cols
+                                       or before.footer_options != wanted.footer_options)
     if full:
         diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, full_rebuild=True)
         kept = []
+    elif prev_table is not None and before.membership != wanted.membership:
+        diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True)
     prev_paths = [] if prev_table is None else prev_table.column("path").to_pylist()
     kept_paths = {prev_paths[i] for i in kept}
     to_read = [f for f in file_list if f.path not in kept_paths]
@@ -114,7 +124,14 @@ def refresh_index(
     fresh = stats_table(cols, zip(to_read, stats, strict=True), wanted)
     if prev_table is None or not kept:
         return fresh, diff
-    reused = prev_table.take(pa.array(kept, pa.int64())).cast(fresh.schema)
+    reused = prev_table.take(pa.array(kept, pa.int64()))
+    if before.membership != wanted.membership:  # a changed filter choice: read only the columns it adds
+        by_path = {f.path: f for f in file_list}
+        reused, read = carry(reused, before.membership, wanted.membership, table_location, cols,
+                             [by_path[p] for p in reused.column("path").to_pylist()], max_workers, conf)
+        diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True,
+                        membership_read=tuple(sorted(read)))
+    reused = reused.cast(fresh.schema)
     merged = pa.concat_tables([reused, fresh]).sort_by("path")
     return merged.replace_schema_metadata(fresh.schema.metadata), diff
 

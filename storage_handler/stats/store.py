@@ -19,7 +19,7 @@ import bisect
 import itertools
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from storage_handler.errors import ObjectChangedError, StatsIndexError, StorageError
 from storage_handler.stats import versions
 from storage_handler.stats.index import columns_of, index_schema, options_of, unsafe_paths
+from storage_handler.stats.membership import project, projection
 from storage_handler.stats.versions import DEFAULT_KEEP, INDEX_DIR
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 from storage_handler.types import HiveType
@@ -72,13 +73,16 @@ def current_version(table_location: str, conf: Mapping[str, str] | None = None) 
     return None if found is None else found.number
 
 
-def load(table_location: str, prefixes: Sequence[str] | None = None, *,
+def load(table_location: str, prefixes: Sequence[str] | None = None, membership: Collection[str] | None = None, *,
          conf: Mapping[str, str] | None = None) -> IndexSnapshot | None:
     """The current index snapshot, validated; None when the table has no index yet.
 
     With ``prefixes`` (folder paths ending in ``/``, as the index names files: relative to the table, or absolute),
     only the row groups that can hold files under them are read: a query keeping one partition of a big table
     reads about one row group of its index, not the whole index. ``conf`` carries ``fs.s3a.*`` settings.
+
+    With ``membership`` (column names), only those columns' bloom filters and value lists are read (the filters
+    of a query's own columns; ``()`` reads none); the snapshot then records only those (never commit it).
 
     Raises StatsIndexError when the snapshot is corrupt or the index names unsafe paths.
     """
@@ -94,7 +98,7 @@ def load(table_location: str, prefixes: Sequence[str] | None = None, *,
                                       "point the table at its folder")
             return None
         try:
-            table = _read(storage, found, prefixes)
+            table = project(_read(storage, found, prefixes, membership), membership)
         except (FileNotFoundError, ObjectChangedError):
             time.sleep(0.01)  # a concurrent commit collected it: list again
             continue
@@ -113,7 +117,8 @@ def load(table_location: str, prefixes: Sequence[str] | None = None, *,
     )
 
 
-def _read(storage: Storage, found: versions.Version, prefixes: Sequence[str] | None) -> pa.Table:
+def _read(storage: Storage, found: versions.Version, prefixes: Sequence[str] | None,
+          membership: Collection[str] | None = None) -> pa.Table:
     """The snapshot's rows, or (with ``prefixes``) those of the row groups that can hold paths under them.
 
     A file under prefix ``p/`` has a path in [``p/``, ``p0``) (``0`` follows ``/``): a row group is read when its
@@ -122,12 +127,13 @@ def _read(storage: Storage, found: versions.Version, prefixes: Sequence[str] | N
     """
     with storage.open_input(found.uri, found.entry) as source:
         parquet = pq.ParquetFile(source)
+        columns = projection(parquet.schema_arrow, membership)  # None: every column
         if prefixes is None:
-            return parquet.read()
-        return _read_groups(parquet, prefixes)
+            return parquet.read(columns=columns)
+        return _read_groups(parquet, prefixes, columns)
 
 
-def _read_groups(parquet: pq.ParquetFile, prefixes: Sequence[str]) -> pa.Table:
+def _read_groups(parquet: pq.ParquetFile, prefixes: Sequence[str], columns: list[str] | None) -> pa.Table:
     column = parquet.schema_arrow.get_field_index("path")
     ranges = sorted((p, p[:-1] + "0") for p in prefixes)
     starts = [lo for lo, _ in ranges]
@@ -144,8 +150,8 @@ def _read_groups(parquet: pq.ParquetFile, prefixes: Sequence[str]) -> pa.Table:
         if i >= 0 and reach[i] > first:
             groups.append(g)
     if len(groups) == parquet.metadata.num_row_groups:
-        return parquet.read()
-    return parquet.read_row_groups(groups) if groups else parquet.schema_arrow.empty_table()
+        return parquet.read(columns=columns)
+    return parquet.read_row_groups(groups, columns=columns) if groups else parquet.schema_arrow.empty_table()
 
 
 def validate_table(
