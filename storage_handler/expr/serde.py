@@ -19,7 +19,8 @@ float, double                 string: Python ``repr`` (``"1.5"``, ``"-0.0"``, ``
 decimal(p,s)                  string: the decimal with exactly ``s`` fraction digits (``"12.50"``)
 string, varchar, char         JSON string
 date                          string ``YYYY-MM-DD``
-timestamp                     string ``YYYY-MM-DDTHH:MM:SS.ffffff`` (zone-less, microseconds)
+timestamp                     string ``YYYY-MM-DDTHH:MM:SS.ffffff`` (zone-less, microseconds), or nine fraction
+                              digits for a timestamp with nanoseconds (a ``NanoTimestamp``)
 binary                        string: standard base64
 ============================  ============================================================================
 
@@ -39,6 +40,7 @@ from typing import Any
 
 from storage_handler.errors import FilterError, SchemaError
 from storage_handler.expr.nodes import Call, Column, Constant, Expr
+from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.types import HiveType, parse_hive_type
 
 FORMAT = "hsh-expr"
@@ -48,7 +50,7 @@ PROPERTY = "hive.io.filter.expr.serialized"
 _FLOAT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z|[+-]?(inf|nan)\Z")
 _DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\Z")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(\d{3})?\Z")
 
 
 def dumps(expr: Expr) -> str:
@@ -104,6 +106,8 @@ def encode_value(value: Any, hive_type: HiveType | None) -> Any:
         return str(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
+    if isinstance(value, NanoTimestamp):
+        return value.isoformat()
     if isinstance(value, dt.datetime):
         return value.isoformat(timespec="microseconds")
     if isinstance(value, dt.date):
@@ -183,8 +187,10 @@ def decode_value(raw: Any, hive_type: HiveType | None, path: str = "expr") -> An
     try:
         if name == "date" and _DATE.match(raw):
             return dt.date.fromisoformat(raw)
-        if name == "timestamp" and _TIMESTAMP.match(raw):
-            return dt.datetime.fromisoformat(raw)
+        if name == "timestamp" and (match := _TIMESTAMP.match(raw)):
+            if match[1] and match[1] != "000":
+                return NanoTimestamp(dt.datetime.fromisoformat(raw[:-3]), int(match[1]))
+            return dt.datetime.fromisoformat(raw[:-3] if match[1] else raw)
         if name == "binary":
             return base64.b64decode(raw.encode("ascii"), validate=True)
     except (ValueError, binascii.Error) as e:
