@@ -7,8 +7,14 @@ Hive ``TableDesc``'s properties travel to ``MapredParquetInputFormat`` in a Hive
 * ``name``: ``db.table``;
 * ``columns`` (comma-separated) and ``columns.types`` (colon-separated, Hive type strings);
 * ``partition_columns`` (slash-separated, as Hive writes it) and ``partition_columns.types`` (colon-separated);
-* the filter: ``hive.io.filter.expr.serialized``, ``hive.io.filter.text`` and ``sarg.pushdown``;
+* the filter, as the handler writes it: ``hsh.sarg`` (the SearchArgument) and ``hsh.filter.expr`` (the
+  expression), both our versioned JSON under our own keys, and ``hive.io.filter.text`` (HiveQL, Hive's own format);
+* the filter, as Hive and Spark write it (read, never written by the handler): ``hive.io.filter.expr.serialized``
+  (Kryo of an ``ExprNodeGenericFuncDesc``) and ``sarg.pushdown`` (Kryo of a ``SearchArgumentImpl``);
+  ``hsh.filter.time.zone`` names the zone of the JVM that wrote them (default UTC);
 * ours, namespaced: ``hsh.index.version`` (informational: readers always load the current index from storage).
+
+Which key wins when several are present is :mod:`storage_handler.decode.serialized`'s precedence.
 """
 
 from __future__ import annotations
@@ -29,8 +35,11 @@ PARTITION_COLUMN_TYPES = "partition_columns.types"
 FILTER_EXPR = "hive.io.filter.expr.serialized"
 FILTER_TEXT = "hive.io.filter.text"
 SARG_PUSHDOWN = "sarg.pushdown"
+HSH_SARG = "hsh.sarg"
+HSH_FILTER_EXPR = "hsh.filter.expr"
+FILTER_TIME_ZONE = "hsh.filter.time.zone"
 INDEX_VERSION = "hsh.index.version"
-FILTER_KEYS = (FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN)
+FILTER_KEYS = (HSH_SARG, HSH_FILTER_EXPR, FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN)
 
 
 def _pairs(names_text: str, types_text: str, sep: str, what: str) -> tuple[tuple[str, HiveType], ...]:

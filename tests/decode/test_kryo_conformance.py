@@ -177,3 +177,15 @@ def test_a_julian_only_date_is_refused_clearly(kryo_oracle: Oracle) -> None:
     text = kryo_oracle.expression(fn("=", col("date", "d"), const("date", "1000-02-29")))[0]
     with pytest.raises(FilterError, match="hive.io.filter.expr.serialized.*Julian-calendar date 1000-02-29"):
         decode_filter_expression(text)
+
+
+def test_the_samples_other_tests_use_are_what_hive_writes(kryo_oracle: Oracle) -> None:
+    from tests.decode import hive_samples as s
+
+    assert kryo_oracle.expression(s.EXPR_X2_UPPER_Y_TREE)[0] == s.EXPR_X2_UPPER_Y
+    assert kryo_oracle.sarg_pushdown(s.SARG_X3_TREE)[0] == s.SARG_X3
+    kryo_oracle.time_zone("America/Los_Angeles")
+    try:
+        assert kryo_oracle.expression(s.EXPR_TS_TREE)[0] == s.EXPR_TS_LOS_ANGELES
+    finally:
+        kryo_oracle.time_zone("UTC")

@@ -34,6 +34,7 @@ from storage_handler.sarg import SearchArgument
 
 __all__ = [
     "KryoFormatError", "UnknownClassError", "base64_bytes", "decode_filter_expression", "decode_search_argument",
+    "time_zone",
 ]
 
 EXPRESSION_CLASS = "org.apache.hadoop.hive.ql.plan.ExprNodeGenericFuncDesc"
