@@ -15,6 +15,7 @@ becoming a different filter.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from decimal import Decimal
 from typing import Any
@@ -140,12 +141,18 @@ def hive_type_of(info: Any, what: str) -> HiveType | None:
     if text == "void":
         return None
     try:
-        hive_type = parse_hive_type(text)
+        hive_type = _parse_type(text)
     except SchemaError as e:
         raise KryoFormatError(f"the type of {what} is {text!r}, which this decoder does not support: {e}") from e
     if not hive_type.is_primitive:
         raise KryoFormatError(f"the type of {what} is {text!r}, not a primitive type")
     return hive_type
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_type(text: str) -> HiveType:
+    """Types repeat in every filter (``int``, ``decimal(10,2)``); HiveType is immutable, so parse each once."""
+    return parse_hive_type(text)
 
 
 # ------------------------------------------------------------------------------------------------------ constants

@@ -17,6 +17,7 @@ character): Kryo's writer never produces those bytes, so they mean the input is 
 
 from __future__ import annotations
 
+import re
 import struct
 
 from storage_handler.errors import FilterError
@@ -27,6 +28,7 @@ _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 _SHORT = struct.Struct(">h")
 _CHAR = struct.Struct(">H")
+_HIGH_BIT = re.compile(rb"[\x80-\xff]")
 
 
 class KryoFormatError(FilterError):
@@ -91,6 +93,11 @@ class KryoInput:
 
     def varint(self, *, zigzag: bool = False) -> int:
         """A 32-bit variable-length int (``readVarInt``); ``zigzag`` for values written "not optimized positive"."""
+        position = self.position
+        if position < len(self.data) and self.data[position] < 0x80:  # one byte: most ids, counts and markers
+            self.position = position + 1
+            value = self.data[position]
+            return (value >> 1) ^ -(value & 1) if zigzag else value
         result = 0
         for shift in (0, 7, 14, 21):
             b = self.byte()
@@ -122,6 +129,10 @@ class KryoInput:
 
     def length(self, what: str) -> int:
         """A non-negative count written with ``writeVarInt(n, true)``."""
+        position = self.position
+        if position < len(self.data) and self.data[position] < 0x80:
+            self.position = position + 1
+            return self.data[position]
         value = self.varint()
         if value < 0:
             raise KryoFormatError(f"{what} {value} at offset {self.position} is negative")
@@ -140,14 +151,12 @@ class KryoInput:
 
     def _ascii(self) -> str:
         start = self.position
-        end = start
-        data = self.data
-        while end < len(data) and not data[end] & 0x80:
-            end += 1
-        if end >= len(data):
+        last = _HIGH_BIT.search(self.data, start)
+        if last is None:
             raise KryoFormatError(f"an ASCII string from offset {start} never ends")
+        end = last.start()
         self.position = end + 1
-        return data[start:end].decode("ascii") + chr(data[end] & 0x7F)
+        return self.data[start:end].decode("ascii") + chr(self.data[end] & 0x7F)
 
     def _utf8_length(self) -> int:
         b = self.byte()

@@ -13,6 +13,11 @@
 //   Z <zone>   Make <zone> the JVM's default time zone (java.sql.Date/Timestamp convert with it). Answer: OK.
 //   L          The layout of every class the two Kryo instances have met so far, one JSON object per line
 //              (class, registration id, serializer, serialized fields in Kryo's order, enum constants), then END.
+//   T <n> <b64> Time Hive's reader (deserializeExpression + ConvertAstToSearchArg.create) on the bytes, n times after
+//              n warm-up runs. Answer: OK <median nanoseconds>. (benchmarks/bench_decode.py)
+//
+// With the argument "read" the program only reads: one base64 expression per stdin line, its toOldString() per
+// stdout line, no session set up -- what a JVM started for a single decode would do.
 //
 // <tree> is JSON: {"col": NAME, "type": T} | {"const": TEXT-or-null, "type": T} | {"fn": NAME, "args": [...]}.
 // Constants are Java's own text forms (Timestamp.valueOf, Date.valueOf, HiveDecimal.create, Double.valueOf...).
@@ -66,6 +71,15 @@ public class HiveKryoOracle {
   static final Kryo PLAIN = new Kryo();  // what Spark's OrcFileFormat.toKryo uses, kept to list its classes
 
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("read")) {
+      BufferedReader lines = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      String line;
+      while ((line = lines.readLine()) != null) {
+        ExprNodeGenericFuncDesc expr = SerializationUtilities.deserializeExpression(line.trim());
+        System.out.println(((SearchArgumentImpl) ConvertAstToSearchArg.create(conf(), expr)).toOldString());
+      }
+      return;
+    }
     // Arithmetic UDFs read hive.compat from the session; the planner always has one. Comparing bigint with
     // string or double is refused under Hive's default strict checks; allow it so such filters can be written.
     HiveConf hiveConf = new HiveConf();
@@ -86,6 +100,7 @@ public class HiveKryoOracle {
         else if (mode == 'S') out.println(sargPushdown(rest));
         else if (mode == 'Z') { TimeZone.setDefault(TimeZone.getTimeZone(rest)); out.println("OK"); }
         else if (mode == 'L') { layouts(out); out.println("END"); }
+        else if (mode == 'T') out.println(timeReader(rest));
         else out.println("ERROR unknown request " + mode);
       } catch (Throwable e) {
         out.println("ERROR " + e.toString().replace('\n', ' ').replace('\t', ' '));
@@ -112,6 +127,23 @@ public class HiveKryoOracle {
     SearchArgument fixed = ConvertAstToSearchArg.createFromConf(fixedConf);
     return "OK\t" + bytes + "\t" + sarg + "\t" + ((SearchArgumentImpl) sarg).toOldString() + "\t" + fixed + "\t"
         + ((SearchArgumentImpl) fixed).toOldString();
+  }
+
+  static String timeReader(String request) {
+    String[] parts = request.split(" ", 2);
+    int n = Integer.parseInt(parts[0]);
+    String bytes = parts[1].trim();
+    long[] times = new long[n];
+    Configuration conf = conf();
+    for (int round = 0; round < 2; round++) {  // the first round warms the JIT up
+      for (int i = 0; i < n; i++) {
+        long start = System.nanoTime();
+        ConvertAstToSearchArg.create(conf, SerializationUtilities.deserializeExpression(bytes));
+        times[i] = System.nanoTime() - start;
+      }
+    }
+    java.util.Arrays.sort(times);
+    return "OK\t" + times[n / 2];
   }
 
   static String sargPushdown(String json) throws Exception {
