@@ -58,6 +58,15 @@ from storage_handler.sarg import serde as sarg_serde
 FILTER_EXPR_SERIALIZED = FILTER_EXPR
 
 
+def filter_sources(job_conf: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(the property the SearchArgument comes from, the property the expression comes from), by precedence;
+    None where there is none."""
+    present = [key for key in (HSH_SARG, HSH_FILTER_EXPR, FILTER_EXPR, SARG_PUSHDOWN, FILTER_TEXT) if key in job_conf]
+    expression = next((k for k in (HSH_FILTER_EXPR, FILTER_EXPR, FILTER_TEXT) if k in present), None)
+    sarg = next((k for k in (HSH_SARG, FILTER_EXPR, SARG_PUSHDOWN) if k in present), expression)
+    return sarg, expression
+
+
 def decode_job_conf(job_conf: Mapping[str, str], schema: Schema | None = None) -> Decoded:
     """The filter configured in ``job_conf`` (see the module docstring for keys and precedence).
 
@@ -65,23 +74,18 @@ def decode_job_conf(job_conf: Mapping[str, str], schema: Schema | None = None) -
     (and partition columns) are used. The Kryo and JSON forms carry their own types and need none.
     """
     zone = _time_zone(job_conf)
-    ours = _value(job_conf, HSH_FILTER_EXPR)
-    hives = _value(job_conf, FILTER_EXPR)
-    own_expr = None if ours is None else _json_expression(ours, HSH_FILTER_EXPR)
-    hive_expr = None if hives is None else _hive_expression(hives, zone)
+    sarg_key, expression_key = filter_sources(job_conf)
+    # Decode every present SearchArgument / expression property, so that a corrupt one is never ignored.
+    expressions = {key: _expression(text, key, zone) for key in (HSH_FILTER_EXPR, FILTER_EXPR)
+                   if (text := _value(job_conf, key)) is not None}
     sargs = {key: _search_argument(text, key, zone) for key in (HSH_SARG, SARG_PUSHDOWN)
              if (text := _value(job_conf, key)) is not None}
-    expr = own_expr if own_expr is not None else hive_expr
-    if expr is None and FILTER_TEXT in job_conf:
-        expr = _text_expression(job_conf, schema)
-    sarg = sargs.get(HSH_SARG)
-    if sarg is None and hive_expr is not None:
-        sarg = to_search_argument(hive_expr).sarg
-    if sarg is None:
-        sarg = sargs.get(SARG_PUSHDOWN)
-    from_expr = to_search_argument(expr)
-    if sarg is None:
+    if expression_key == FILTER_TEXT:
+        expressions[FILTER_TEXT] = _text_expression(job_conf, schema)
+    from_expr = to_search_argument(expressions.get(expression_key) if expression_key else None)
+    if sarg_key == expression_key:
         return from_expr
+    sarg = sargs[sarg_key] if sarg_key in sargs else to_search_argument(expressions[str(sarg_key)]).sarg
     return Decoded(sarg, from_expr.pushed, from_expr.residual, from_expr.unpushed)
 
 
@@ -114,10 +118,10 @@ def _json_expression(text: str, key: str) -> Expr:
         raise FilterError(f"job property {key!r} is corrupt: {e}") from e
 
 
-def _hive_expression(text: str, zone: str) -> Expr:
-    if _is_json(text):  # written by an older release of this handler
-        return _json_expression(text, FILTER_EXPR)
-    return kryo.decode_filter_expression(text, zone=zone, key=FILTER_EXPR)
+def _expression(text: str, key: str, zone: str) -> Expr:
+    if key == FILTER_EXPR and not _is_json(text):  # JSON there was written by an older release of this handler
+        return kryo.decode_filter_expression(text, zone=zone, key=key)
+    return _json_expression(text, key)
 
 
 def _search_argument(text: str, key: str, zone: str) -> SearchArgument:
