@@ -111,49 +111,55 @@ from __future__ import annotations
 '''
 
 
-def render_layouts(layouts: list[dict[str, Any]]) -> str:
-    """The text of ``storage_handler/decode/kryo/layouts.py`` for the oracle's ``L`` answer."""
-    q = json.dumps
-    registered: dict[str, dict[int, str]] = {"hive": {}, "plain": {}}
-    fields: dict[str, list[list[str]]] = {}
-    enums: dict[str, list[str]] = {}
-    arrays: dict[str, bool] = {}
+def collect_layouts(layouts: list[dict[str, Any]]) -> dict[str, dict[Any, Any]]:
+    """The oracle's ``L`` answer as the four tables of ``layouts.py`` (see there)."""
+    tables: dict[str, dict[Any, Any]] = {
+        "HIVE_REGISTERED": {}, "KRYO_REGISTERED": {}, "FIELDS": {}, "ENUMS": {}, "ARRAYS": {}}
     for item in layouts:
         name, flavor, ident = item["class"], item["kryo"], item["id"]
         if ident >= 0:
-            registered[flavor][ident] = name
+            tables["HIVE_REGISTERED" if flavor == "hive" else "KRYO_REGISTERED"][ident] = name
         if flavor == "hive" and ident >= 12 and ident != 13:
             continue  # registered by Hive for query plans; never part of a filter
         if name in BUILTIN:
             continue
         if "enum" in item:
-            assert enums.setdefault(name, item["enum"]) == item["enum"], name
+            entry, table = tuple(item["enum"]), "ENUMS"
         elif "elementFinal" in item:
-            arrays[name] = item["elementFinal"]
+            entry, table = item["elementFinal"], "ARRAYS"
         elif item["serializer"].endswith(".FieldSerializer"):
-            assert fields.setdefault(name, item["fields"]) == item["fields"], name
+            entry, table = tuple((f, k) for f, k in item["fields"]), "FIELDS"
         else:
             raise AssertionError(f"{name}: serializer {item['serializer']} has no reader in the Python decoder")
+        assert tables[table].setdefault(name, entry) == entry, name
+    return tables
+
+
+def render_layouts(layouts: list[dict[str, Any]]) -> str:
+    """The text of ``storage_handler/decode/kryo/layouts.py`` for the oracle's ``L`` answer."""
+    q = json.dumps
+    tables = collect_layouts(layouts)
     lines = [_HEADER]
-    for flavor, title in (("hive", "HIVE_REGISTERED"), ("plain", "KRYO_REGISTERED")):
-        who = "Hive's SerializationUtilities" if flavor == "hive" else "a plain new Kryo() (Spark's toKryo)"
+    for title, who in (("HIVE_REGISTERED", "Hive's SerializationUtilities"),
+                       ("KRYO_REGISTERED", "a plain new Kryo() (Spark's toKryo)")):
         lines.append(f"#: Class ids registered by {who}.")
         lines.append(f"{title}: dict[int, str] = {{")
-        lines += [f"    {i}: {q(registered[flavor][i])}," for i in sorted(registered[flavor])]
+        lines += [f"    {i}: {q(name)}," for i, name in sorted(tables[title].items())]
         lines.append("}")
     lines.append("#: FieldSerializer classes: (field name, kind) in the order Kryo writes them.")
     lines.append("FIELDS: dict[str, tuple[tuple[str, str], ...]] = {")
-    for name in sorted(fields):
-        pairs = "".join(f"({q(f)}, {q(k)}), " for f, k in fields[name]).rstrip(" ")
+    for name, fields in sorted(tables["FIELDS"].items()):
+        pairs = "".join(f"({q(f)}, {q(k)}), " for f, k in fields).rstrip(" ")
         lines.append(f"    {q(name)}: ({pairs}),")
     lines.append("}")
     lines.append("#: Enum classes: constant names by ordinal.")
     lines.append("ENUMS: dict[str, tuple[str, ...]] = {")
-    lines += [f"    {q(name)}: ({''.join(f'{q(c)}, ' for c in enums[name]).rstrip(' ')})," for name in sorted(enums)]
+    lines += [f"    {q(name)}: ({''.join(f'{q(c)}, ' for c in constants).rstrip(' ')}),"
+              for name, constants in sorted(tables["ENUMS"].items())]
     lines.append("}")
     lines.append("#: Object arrays: whether elements are written without their class (element class final).")
     lines.append("ARRAYS: dict[str, bool] = {")
-    lines += [f"    {q(name)}: {arrays[name]!r}," for name in sorted(arrays)]
+    lines += [f"    {q(name)}: {final!r}," for name, final in sorted(tables["ARRAYS"].items())]
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from hypothesis import strategies as st
@@ -24,6 +24,7 @@ SAMPLES = {
     "decimal(10,2)": "1.5", "decimal(38,18)": "1.5", "boolean": "true",
 }
 OPERATORS = ("=", "<>", "<=>", "<", "<=", ">", ">=")
+_EXACT = Context(prec=100)
 
 
 def col(hive_type: str, name: str = "x") -> Tree:
@@ -104,7 +105,7 @@ def java_double(value: float) -> str:
 def _decimal_text(draw: st.DrawFn, precision: int, scale: int) -> str:
     limit = 10**precision - 1
     unscaled = draw(st.one_of(st.integers(-999, 999), st.integers(-limit, limit)))
-    return format(Decimal(unscaled).scaleb(-scale), "f")
+    return format(Decimal(unscaled).scaleb(-scale, _EXACT), "f")  # the default context would round to 28 digits
 
 
 @st.composite
