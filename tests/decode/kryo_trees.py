@@ -58,6 +58,12 @@ def inventory_trees() -> list[Tree]:
     b = "boolean"
     trees.append(fn("and", col(b), fn("or", col(b, "y"), fn("not", col(b, "z")))))
     s, i = "string", "int"
+    struct, array, mapping = "struct<a:int,b:string>", "array<int>", "map<string,int>"
+    trees += [fn("isnull", col(struct, "st")), fn("isnotnull", col(array, "arr")), fn("isnull", col(mapping, "m")),
+              fn("=", {"field": "a", "of": col(struct, "st")}, const(i)),
+              fn("=", fn("index", col(array, "arr"), const(i)), const(i)),
+              fn("=", fn("index", col(mapping, "m"), const(s)), const(i)),
+              fn(">", fn("size", col(array, "arr")), const(i))]
     trees += [fn("=", fn(f, col(s)), const(s)) for f in ("upper", "lower", "trim")]
     trees += [fn("=", fn(f, col(i), const(i)), const(i)) for f in ("+", "-", "*", "%", "coalesce", "nvl")]
     trees += [
@@ -156,7 +162,7 @@ def leaf_tree(draw: st.DrawFn, columns: dict[str, str] = COLUMNS) -> Tree:
     hive_type = columns[name]
     column = col(hive_type, name)
     kind = draw(st.sampled_from(["cmp", "cmp", "flip", "null", "notnull", "in", "between", "colcol", "func",
-                                 "bare", "consts"]))
+                                 "bare", "consts", "complex"]))
     if kind in ("cmp", "flip"):
         operator = draw(st.sampled_from(OPERATORS))
         value = draw(constant_of(hive_type))
@@ -173,6 +179,12 @@ def leaf_tree(draw: st.DrawFn, columns: dict[str, str] = COLUMNS) -> Tree:
         return fn(draw(st.sampled_from(OPERATORS)), column, col(hive_type, other))
     if kind == "func":
         return fn("=", fn("upper", col("string", "s")), const("string", draw(value_text("string"))))
+    if kind == "complex":  # complex columns are never pushed; they must still decode
+        struct = col("struct<a:int,b:string>", "st")
+        return draw(st.sampled_from([
+            fn("isnull", struct), fn("=", {"field": "a", "of": struct}, const("int", "1")),
+            fn(">", fn("size", col("array<int>", "arr")), const("int", "0")),
+            fn("=", fn("index", col("map<string,int>", "m"), const("string", "k")), const("int", "2"))]))
     if kind == "consts":
         return fn("=", const("int", "1"), const("int", draw(st.sampled_from(["1", "2"]))))
     return col("boolean", "b")

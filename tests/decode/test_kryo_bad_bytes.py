@@ -79,8 +79,8 @@ def test_trailing_bytes_are_an_error(expression_bytes: bytes) -> None:
 
 def test_a_class_hive_never_writes_in_a_filter(expression_bytes: bytes) -> None:
     bad = renamed(expression_bytes, "org.apache.hadoop.hive.ql.plan.ExprNodeColumnDesc",
-                  "org.apache.hadoop.hive.ql.plan.ExprNodeFieldDesc")
-    with pytest.raises(UnknownClassError, match=f"'{EXPR_KEY}'.*ExprNodeFieldDesc is not part of a filter"):
+                  "org.apache.hadoop.hive.ql.plan.ExprNodeDynamicValueDesc")
+    with pytest.raises(UnknownClassError, match=f"'{EXPR_KEY}'.*ExprNodeDynamicValueDesc is not one this decoder"):
         decode_filter_expression(b64(bad))
     bad = renamed(expression_bytes, "java.util.ArrayList", "java.util.HashMap")
     with pytest.raises(UnknownClassError, match="java.util.HashMap is not part of a filter"):

@@ -53,7 +53,7 @@ def check_expression(oracle: Oracle, tree: dict, zone: str = "UTC") -> None:
 
 
 @seed(SEED)
-@settings(RUN, max_examples=1000)
+@settings(RUN, max_examples=800)
 @given(tree=filter_trees(max_leaves=16))
 def test_serialized_expressions_decode_to_hives_search_argument(kryo_oracle: Oracle, tree: dict) -> None:
     check_expression(kryo_oracle, tree)

@@ -224,6 +224,9 @@ class GraphReader:
         if cls in _NEWER_HIVE_CLASSES or cls.startswith("org.apache.hive.com.esotericsoftware"):
             return UnknownClassError(f"class {cls} is written by a newer Hive than 2.3 (or a differently shaded "
                                      "Kryo); this decoder reads what Hive 2.3.10 writes")
+        if cls.startswith("org.apache.hadoop.hive.ql.plan.ExprNode"):
+            return UnknownClassError(f"expression node class {cls} is not one this decoder reads (it reads columns, "
+                                     "constants, struct fields and functions; not Tez's runtime values)")
         if cls.startswith("org.apache.hadoop.hive.ql.udf."):
             return UnknownClassError(f"function class {cls} is not one this decoder knows (its fields are "
                                      "not in the layouts of the functions Hive 2.3.10 commonly pushes)")

@@ -3,7 +3,8 @@
 ``ExprNodeGenericFuncDesc`` becomes a :class:`~storage_handler.expr.nodes.Call` named like Hive's function registry
 (the UDF class decides the name: ``GenericUDFOPEqual`` is ``=``, ``GenericUDFBridge`` carries its own name),
 ``ExprNodeColumnDesc`` a :class:`~storage_handler.expr.nodes.Column` and ``ExprNodeConstantDesc`` a
-:class:`~storage_handler.expr.nodes.Constant`, both typed by their ``TypeInfo``. The ObjectInspectors,
+:class:`~storage_handler.expr.nodes.Constant`, both typed by their ``TypeInfo``; a struct field (``ExprNodeFieldDesc``)
+is kept as HiveQL text (never pushed, as in Hive). The ObjectInspectors,
 ``BooleanWritable`` results and other fields an initialized UDF carries were read (they are in the bytes) and are
 dropped here: ``ConvertAstToSearchArg`` looks at nothing but the UDF's class, the children and their types.
 
@@ -25,6 +26,7 @@ from storage_handler.decode.kryo.javatime import sql_date, sql_timestamp
 from storage_handler.decode.kryo.stream import KryoFormatError
 from storage_handler.errors import FilterError, SchemaError
 from storage_handler.expr.nodes import BINARY_OPERATORS, OPAQUE, Call, Column, Constant, Expr, decimal_type_of
+from storage_handler.expr.render import to_hiveql
 from storage_handler.types import HiveType, parse_hive_type
 
 _PLAN = "org.apache.hadoop.hive.ql.plan."
@@ -45,6 +47,7 @@ UDF_NAMES = {
     "GenericUDFTrim": "trim", "GenericUDFConcat": "concat", "GenericUDFCoalesce": "coalesce", "GenericUDFNvl": "nvl",
     "GenericUDFIf": "if", "GenericUDFWhen": "when", "GenericUDFLength": "length", "GenericUDFDate": "to_date",
     "GenericUDFToDate": "date", "GenericUDFTimestamp": "timestamp", "GenericUDFRegExp": "rlike",
+    "GenericUDFIndex": "index", "GenericUDFSize": "size",
 }
 
 
@@ -76,6 +79,13 @@ def _node(value: Any, zone: dt.tzinfo, where: str) -> Expr:
         return Column(name, hive_type)
     if cls == _PLAN + "ExprNodeConstantDesc":
         return _constant(value, zone)
+    if cls == _PLAN + "ExprNodeFieldDesc":  # s.a: never pushed (ConvertAstToSearchArg wants a column), kept as text
+        name = value["fieldName"]
+        if not isinstance(name, str) or not name:
+            raise KryoFormatError("a struct field reference has no field name")
+        of = _node(value["desc"], zone, f"the struct of field {name!r}")
+        return Call(OPAQUE, (Constant(f"{to_hiveql(of)}.`{name.replace('`', '``')}`", HiveType("string")),
+                             *_columns((of,))))
     raise KryoFormatError(f"{where} is a {cls}, which Hive 2.3.10 does not put in a pushed filter")
 
 
@@ -128,10 +138,12 @@ def hive_type_of(info: Any, what: str) -> HiveType | None:
     """The Hive type a decoded ``TypeInfo`` describes; None for ``void`` (the type of a bare NULL)."""
     if not isinstance(info, JavaObject) or not info.cls.startswith(_TYPEINFO):
         raise KryoFormatError(f"the type of {what} is a {class_of(info)}, not a TypeInfo")
+    short = info.cls[len(_TYPEINFO):]
+    if short in ("StructTypeInfo", "ListTypeInfo", "MapTypeInfo"):
+        return _parse_type(_complex_type_text(info, what))
     text = info["typeName"]
     if not isinstance(text, str):
         raise KryoFormatError(f"the type of {what} has no name")
-    short = info.cls[len(_TYPEINFO):]
     if short == "DecimalTypeInfo":
         text = f"decimal({info['precision']},{info['scale']})"
     elif short in ("VarcharTypeInfo", "CharTypeInfo"):
@@ -144,9 +156,27 @@ def hive_type_of(info: Any, what: str) -> HiveType | None:
         hive_type = _parse_type(text)
     except SchemaError as e:
         raise KryoFormatError(f"the type of {what} is {text!r}, which this decoder does not support: {e}") from e
-    if not hive_type.is_primitive:
-        raise KryoFormatError(f"the type of {what} is {text!r}, not a primitive type")
     return hive_type
+
+
+def _complex_type_text(info: JavaObject, what: str) -> str:
+    """``struct<a:int,b:string>``, ``array<int>``, ``map<string,int>`` from the nested TypeInfos."""
+    def inner(child: Any) -> str:
+        hive_type = hive_type_of(child, what)
+        if hive_type is None:
+            raise KryoFormatError(f"the type of {what} has a void part")
+        return str(hive_type)
+
+    short = info.cls[len(_TYPEINFO):]
+    if short == "ListTypeInfo":
+        return f"array<{inner(info['listElementTypeInfo'])}>"
+    if short == "MapTypeInfo":
+        return f"map<{inner(info['mapKeyTypeInfo'])},{inner(info['mapValueTypeInfo'])}>"
+    names, types = info["allStructFieldNames"], info["allStructFieldTypeInfos"]
+    if not (isinstance(names, list) and isinstance(types, list) and len(names) == len(types) and names
+            and all(isinstance(n, str) and n for n in names)):
+        raise KryoFormatError(f"the struct type of {what} has malformed fields")
+    return "struct<" + ",".join(f"{n}:{inner(t)}" for n, t in zip(names, types, strict=True)) + ">"
 
 
 @functools.lru_cache(maxsize=256)

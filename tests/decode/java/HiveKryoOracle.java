@@ -19,7 +19,8 @@
 // With the argument "read" the program only reads: one base64 expression per stdin line, its toOldString() per
 // stdout line, no session set up -- what a JVM started for a single decode would do.
 //
-// <tree> is JSON: {"col": NAME, "type": T} | {"const": TEXT-or-null, "type": T} | {"fn": NAME, "args": [...]}.
+// <tree> is JSON: {"col": NAME, "type": T} | {"const": TEXT-or-null, "type": T} | {"fn": NAME, "args": [...]}
+// | {"field": NAME, "of": <tree of a struct>}.
 // Constants are Java's own text forms (Timestamp.valueOf, Date.valueOf, HiveDecimal.create, Double.valueOf...).
 // Errors answer "ERROR <message>" on one line.
 import com.esotericsoftware.kryo.Kryo;
@@ -61,8 +62,10 @@ import org.apache.hadoop.hive.ql.io.sarg.SearchArgumentImpl;
 import org.apache.hadoop.hive.ql.plan.ExprNodeColumnDesc;
 import org.apache.hadoop.hive.ql.plan.ExprNodeConstantDesc;
 import org.apache.hadoop.hive.ql.plan.ExprNodeDesc;
+import org.apache.hadoop.hive.ql.plan.ExprNodeFieldDesc;
 import org.apache.hadoop.hive.ql.plan.ExprNodeGenericFuncDesc;
 import org.apache.hadoop.hive.ql.udf.generic.*;
+import org.apache.hadoop.hive.serde2.typeinfo.StructTypeInfo;
 import org.apache.hadoop.hive.serde2.typeinfo.TypeInfo;
 import org.apache.hadoop.hive.serde2.typeinfo.TypeInfoUtils;
 
@@ -168,6 +171,12 @@ public class HiveKryoOracle {
     }
     if (node.has("const")) {
       return constant(node.get("type").asText(), node.get("const").isNull() ? null : node.get("const").asText());
+    }
+    if (node.has("field")) {  // a struct field: s.a
+      ExprNodeDesc of = build(node.get("of"), fixNotBetween);
+      String name = node.get("field").asText();
+      TypeInfo type = ((StructTypeInfo) of.getTypeInfo()).getStructFieldTypeInfo(name);
+      return new ExprNodeFieldDesc(type, of, name, false);
     }
     String fn = node.get("fn").asText();
     List<ExprNodeDesc> children = new ArrayList<>();
