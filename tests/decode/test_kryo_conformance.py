@@ -9,6 +9,7 @@ the same filter.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import os
@@ -139,6 +140,16 @@ def test_the_bytes_are_what_the_issue_describes(kryo_oracle: Oracle) -> None:
 def test_named_cases_match_hive(kryo_oracle: Oracle, tree: dict, expected: str) -> None:
     check_expression(kryo_oracle, tree)
     assert ours_from_expression(kryo_oracle.expression(tree)[0])[1] == expected
+
+
+def test_children_in_an_arrays_as_list(kryo_oracle: Oracle) -> None:
+    """Hive registers Arrays.asList lists with a serializer of its own (class id 13): also read."""
+    tree = {**fn("and", fn("=", col("int", "x"), const("int", "1")), {**fn("in", col("string", "s"), const("string", "a"),
+                                                                            const("string", "b")), "aslist": True}),
+            "aslist": True}
+    text = kryo_oracle.expression(tree)[0]
+    assert base64.b64decode(text)[1] == 13 + 2  # the children list: registered id 13, not a class name
+    check_expression(kryo_oracle, tree)
 
 
 def test_not_between_follows_fixed_hive(kryo_oracle: Oracle) -> None:

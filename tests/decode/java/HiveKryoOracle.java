@@ -20,7 +20,7 @@
 // stdout line, no session set up -- what a JVM started for a single decode would do.
 //
 // <tree> is JSON: {"col": NAME, "type": T} | {"const": TEXT-or-null, "type": T} | {"fn": NAME, "args": [...]}
-// | {"field": NAME, "of": <tree of a struct>}.
+// | {"field": NAME, "of": <tree of a struct>}; a "fn" node with "aslist": true keeps its children in Arrays.asList.
 // Constants are Java's own text forms (Timestamp.valueOf, Date.valueOf, HiveDecimal.create, Double.valueOf...).
 // Errors answer "ERROR <message>" on one line.
 import com.esotericsoftware.kryo.Kryo;
@@ -186,6 +186,9 @@ public class HiveKryoOracle {
       List<ExprNodeDesc> inner = new ArrayList<>();
       inner.add(ExprNodeGenericFuncDesc.newInstance(new GenericUDFBetween(), "between", children));
       return ExprNodeGenericFuncDesc.newInstance(new GenericUDFOPNot(), "not", inner);
+    }
+    if (node.has("aslist")) {  // children in an Arrays.asList list, as some of Hive's planner code builds them
+      children = java.util.Arrays.asList(children.toArray(new ExprNodeDesc[0]));
     }
     return ExprNodeGenericFuncDesc.newInstance(udf(fn), fn, children);
   }
