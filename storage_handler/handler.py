@@ -8,7 +8,8 @@ Hive 2.3's nine methods, with Pythonic names:
 ``get_output_format_class``         Hive's ``MapredParquetOutputFormat`` (writes are plain Parquet)
 ``get_serde_class``                 Hive's ``ParquetHiveSerDe``
 ``get_meta_hook``                   :class:`~storage_handler.meta_hook.IndexMetaHook` (builds/drops the index)
-``configure_input_job_properties``  what ``list_status`` needs, under Hive's keys (see ``job_conf``)
+``configure_input_job_properties``  what ``list_status`` needs (see ``job_conf``); the filter as our JSON
+                                    under ``hsh.sarg`` / ``hsh.filter.expr`` and HiveQL ``hive.io.filter.text``
 ``configure_output_job_properties`` location and schema for writers
 ``configure_table_job_properties``  both of the above (Hive's deprecated catch-all)
 ``configure_job_conf``              nothing to add for Parquet; kept for the contract
@@ -18,6 +19,10 @@ Hive 2.3's nine methods, with Pythonic names:
 
 Because Java engines cannot load a Python class, the metastore stores Hive's plain Parquet classes in the storage
 descriptor and this handler's identity under the ``hsh.storage_handler`` table parameter.
+
+The handler never writes a foreign format under Hive's key names: ``hive.io.filter.expr.serialized`` and
+``sarg.pushdown`` hold Kryo bytes in Hive, which we read (:mod:`storage_handler.decode.kryo`) but do not write. Our
+own JSON goes under our own ``hsh.*`` keys; ``hive.io.filter.text`` is HiveQL, Hive's own format for that key.
 """
 
 from __future__ import annotations
@@ -84,10 +89,10 @@ class StorageHandler:
             job_properties.pop(key, None)
         if pushed is None:
             return
-        job_properties[keys.SARG_PUSHDOWN] = sarg_serde.dumps(pushed.pushed_object)
+        job_properties[keys.HSH_SARG] = sarg_serde.dumps(pushed.pushed_object)
         predicate = pushed.residual_predicate or pushed.pushed_predicate
         if predicate is not None:
-            job_properties[keys.FILTER_EXPR] = expr_serde.dumps(predicate)
+            job_properties[keys.HSH_FILTER_EXPR] = expr_serde.dumps(predicate)
             job_properties[keys.FILTER_TEXT] = to_hiveql(predicate)
 
     def configure_output_job_properties(self, table_desc: TableDesc, job_properties: MutableMapping[str, str]) -> None:

@@ -2,7 +2,8 @@
 
 It reads the job properties the handler's ``configure_input_job_properties`` wrote (Hive's keys: input dirs,
 ``columns``/``columns.types``, ``partition_columns``/``partition_columns.types``, the filter under
-``sarg.pushdown`` / ``hive.io.filter.expr.serialized`` / ``hive.io.filter.text``).
+``hsh.sarg`` / ``hsh.filter.expr``, or Hive's own ``hive.io.filter.expr.serialized`` / ``sarg.pushdown`` (Kryo) /
+``hive.io.filter.text``; see :mod:`storage_handler.decode.serialized`).
 
 The table is what the metastore says (Hive's model), and its files are what storage says, never the index:
 

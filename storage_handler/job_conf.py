@@ -7,8 +7,14 @@ Hive ``TableDesc``'s properties travel to ``MapredParquetInputFormat`` in a Hive
 * ``name``: ``db.table``;
 * ``columns`` (comma-separated) and ``columns.types`` (colon-separated, Hive type strings);
 * ``partition_columns`` (slash-separated, as Hive writes it) and ``partition_columns.types`` (colon-separated);
-* the filter: ``hive.io.filter.expr.serialized``, ``hive.io.filter.text`` and ``sarg.pushdown``;
+* the filter, as the handler writes it: ``hsh.sarg`` (the SearchArgument) and ``hsh.filter.expr`` (the
+  expression), both our versioned JSON under our own keys, and ``hive.io.filter.text`` (HiveQL, Hive's own format);
+* the filter, as Hive and Spark write it (read, never written by the handler): ``hive.io.filter.expr.serialized``
+  (Kryo of an ``ExprNodeGenericFuncDesc``) and ``sarg.pushdown`` (Kryo of a ``SearchArgumentImpl``);
+  ``hsh.filter.time.zone`` names the zone of the JVM that wrote them (default UTC);
 * ours, namespaced: ``hsh.index.version`` (informational: readers always load the current index from storage).
+
+Which key wins when several are present is :mod:`storage_handler.decode.serialized`'s precedence.
 """
 
 from __future__ import annotations
@@ -29,8 +35,11 @@ PARTITION_COLUMN_TYPES = "partition_columns.types"
 FILTER_EXPR = "hive.io.filter.expr.serialized"
 FILTER_TEXT = "hive.io.filter.text"
 SARG_PUSHDOWN = "sarg.pushdown"
+HSH_SARG = "hsh.sarg"
+HSH_FILTER_EXPR = "hsh.filter.expr"
+FILTER_TIME_ZONE = "hsh.filter.time.zone"
 INDEX_VERSION = "hsh.index.version"
-FILTER_KEYS = (FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN)
+FILTER_KEYS = (HSH_SARG, HSH_FILTER_EXPR, FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN)
 
 
 def _pairs(names_text: str, types_text: str, sep: str, what: str) -> tuple[tuple[str, HiveType], ...]:
@@ -89,3 +98,108 @@ def table_properties(
         PARTITION_COLUMNS: "/".join(n for n, _ in partition_keys),
         PARTITION_COLUMN_TYPES: ":".join(str(t) for _, t in partition_keys),
     }
+
+
+# ------------------------------------------------------------------------------------------- job.xml / .properties
+def read_job_conf_file(path: str) -> dict[str, str]:
+    """The properties in a Hadoop ``job.xml`` (``<configuration><property><name>..<value>..``) or a Java
+    ``.properties``-style ``key=value`` file (what Hive logs can be pasted into); ``-`` reads standard input."""
+    import sys
+
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+    except OSError as e:
+        raise ConfigurationError(f"cannot read job configuration {path!r}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigurationError(f"job configuration {path!r} is not UTF-8 text: {e}") from e
+    return parse_hadoop_xml(text, path) if text.lstrip().startswith("<") else parse_properties(text)
+
+
+def parse_hadoop_xml(text: str, source: str = "job.xml") -> dict[str, str]:
+    """``<configuration>``'s ``<property>`` entries; a later entry for the same name wins, as in Hadoop."""
+    import xml.etree.ElementTree as ElementTree
+
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError as e:
+        raise ConfigurationError(f"{source} is not a Hadoop configuration XML file: {e}") from e
+    if root.tag != "configuration":
+        raise ConfigurationError(f"{source}: the root element is <{root.tag}>, not <configuration>")
+    props: dict[str, str] = {}
+    for prop in root.iter("property"):
+        name = prop.findtext("name")
+        if name is None or not name.strip():
+            raise ConfigurationError(f"{source}: a <property> has no <name>")
+        props[name.strip()] = prop.findtext("value") or ""
+    return props
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties`` lines: ``key=value``, ``key: value`` or ``key value``; ``#``/``!`` comments,
+    backslash line continuations and escapes (``\\t``, ``\\uXXXX``, ``\\=``...)."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip() if logical else raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:  # an odd number of backslashes continues the line
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        key, value = _split_property("".join(logical))
+        props[key] = value
+        logical = []
+    if logical:
+        key, value = _split_property("".join(logical))
+        props[key] = value
+    return props
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    key: list[str] = []
+    i = 0
+    while i < len(line) and line[i] not in "=: \t":
+        if line[i] == "\\" and i + 1 < len(line):
+            i += 1
+        key.append(line[i])
+        i += 1
+    while i < len(line) and line[i] in " \t":
+        i += 1
+    if i < len(line) and line[i] in "=:":
+        i += 1
+        while i < len(line) and line[i] in " \t":
+            i += 1
+    return _unescape("".join(key)), _unescape(line[i:])
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            n = text[i + 1]
+            if n == "u" and i + 6 <= len(text):
+                try:
+                    out.append(chr(int(text[i + 2:i + 6], 16)))
+                    i += 6
+                    continue
+                except ValueError:
+                    pass
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)

@@ -6,6 +6,7 @@ import pytest
 
 from storage_handler import job_conf as keys
 from storage_handler.decode.hiveql import parse_filter
+from storage_handler.expr import serde as expr_serde
 from storage_handler.expr.render import to_hiveql
 from storage_handler.handler import StorageHandler
 from storage_handler.input_format import ParquetInputFormat
@@ -38,11 +39,23 @@ def test_input_job_properties_carry_table_and_filter() -> None:
     assert props[keys.COLUMN_TYPES] == "int:string:map<string,int>:struct<x:int,y:string>"
     assert props[keys.PARTITION_COLUMNS] == "dt/n" and props[keys.PARTITION_COLUMN_TYPES] == "string:int"
     assert props[keys.INDEX_VERSION] == "3"
-    assert sarg_serde.loads(props[keys.SARG_PUSHDOWN]).to_old_string() == (
+    assert sarg_serde.loads(props[keys.HSH_SARG]).to_old_string() == (
         "leaf-0 = (LESS_THAN_EQUALS a 5), leaf-1 = (EQUALS dt 2024-01-01), expr = (and (not leaf-0) leaf-1)"
     )
+    assert expr_serde.loads(props[keys.HSH_FILTER_EXPR]) == pushed.residual_predicate
     assert parse_filter(props[keys.FILTER_TEXT], DESC.schema) == pushed.residual_predicate
     assert keys.JobConf.from_properties(props).columns == DESC.columns
+
+
+def test_hives_own_keys_are_never_written_with_a_foreign_format() -> None:
+    """hive.io.filter.expr.serialized and sarg.pushdown hold Kryo bytes in Hive: the handler writes neither (its
+    JSON goes under hsh.*), and removes stale ones so a read never mixes two filters."""
+    h = StorageHandler()
+    props = {keys.FILTER_EXPR: "stale", keys.SARG_PUSHDOWN: "stale"}
+    h.configure_input_job_properties(DESC, props, h.decompose_where(DESC, "a = 1"))
+    assert keys.FILTER_EXPR not in props and keys.SARG_PUSHDOWN not in props
+    assert {keys.HSH_SARG, keys.HSH_FILTER_EXPR, keys.FILTER_TEXT} <= set(props)
+    assert all(v.startswith("{") for k, v in props.items() if k in (keys.HSH_SARG, keys.HSH_FILTER_EXPR))
 
 
 def test_configure_is_idempotent_and_clears_stale_filters() -> None:

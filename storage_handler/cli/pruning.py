@@ -24,11 +24,18 @@ def add_commands(sub: Any) -> None:
         add_json_option(p)
         p.set_defaults(func=_scan, explain=name == "explain")
 
-    p = sub.add_parser("sarg", help="show the SearchArgument Hive would build for a filter")
-    p.add_argument("--where", required=True, help="HiveQL predicate")
-    source = p.add_mutually_exclusive_group(required=True)
+    p = sub.add_parser("sarg", help="show the SearchArgument Hive would build for a filter, or read from a job")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--where", help="HiveQL predicate")
+    what.add_argument("--job-conf", metavar="FILE",
+                      help="job properties (Hadoop job.xml, or key=value lines such as what Hive logged; - for stdin):"
+                           " decode hive.io.filter.expr.serialized / sarg.pushdown / hsh.* as a reader would")
+    source = p.add_mutually_exclusive_group()
     source.add_argument("--schema", help="column list, e.g. 'a int, b string, d date'")
     source.add_argument("--table", metavar="DB.TABLE", help="take the schema from a registered table")
+    p.add_argument("--time-zone", metavar="ZONE",
+                   help="with --job-conf: zone of the JVM that wrote the filter (overrides hsh.filter.time.zone; "
+                        "default UTC)")
     add_metastore_option(p)
     add_json_option(p)
     p.set_defaults(func=_sarg)
@@ -105,19 +112,40 @@ def _scan(args: argparse.Namespace) -> int:
 
 def _sarg(args: argparse.Namespace) -> int:
     from storage_handler.decode.hiveql import parse_filter
+    from storage_handler.decode.serialized import decode_job_conf, filter_sources
     from storage_handler.decode.to_sarg import to_search_argument
     from storage_handler.expr.render import to_hiveql
+    from storage_handler.job_conf import FILTER_TIME_ZONE, read_job_conf_file
     from storage_handler.types import parse_schema_text
 
+    schema = None
     if args.table:
         schema = table_desc(args, args.table).schema
-    else:
+    elif args.schema is not None:
         schema = parse_schema_text(args.schema)
         if not schema:
             raise ConfigurationError("--schema is empty; give columns like 'a int, b string'")
-    decoded = to_search_argument(parse_filter(args.where, schema))
+    elif args.where is not None:
+        raise ConfigurationError("--where needs the columns: give --schema 'a int, ...' or --table DB.TABLE")
+    sources: dict[str, Any] = {}
+    if args.job_conf is not None:
+        props = read_job_conf_file(args.job_conf)
+        if args.time_zone:
+            props[FILTER_TIME_ZONE] = args.time_zone
+        sarg_key, expression_key = filter_sources(props)
+        if sarg_key is None:
+            raise ConfigurationError(
+                f"{args.job_conf} has no filter property (hive.io.filter.expr.serialized, sarg.pushdown, "
+                "hive.io.filter.text, hsh.sarg or hsh.filter.expr)"
+            )
+        decoded = decode_job_conf(props, schema)
+        sources = {"sarg_from": sarg_key, "expression_from": expression_key}
+    else:
+        assert schema is not None
+        decoded = to_search_argument(parse_filter(args.where, schema))
     sarg = decoded.sarg
     data = {
+        **sources,
         "old_string": sarg.to_old_string(),
         "string": sarg.to_string(),
         "leaves": [str(leaf) for leaf in sarg.leaves],

@@ -3,8 +3,9 @@
 * :func:`parse_filter` (``hiveql``): HiveQL filter text -> bound expression.
 * :func:`to_search_argument` / :func:`decompose` (``to_sarg``): expression -> SearchArgument with Hive's
   ``ConvertAstToSearchArg`` mapping; the residual always keeps the whole predicate.
-* :func:`decode_job_conf` (``serialized``): ``sarg.pushdown`` / ``hive.io.filter.expr.serialized`` /
-  ``hive.io.filter.text`` -> :class:`Decoded`.
+* :func:`decode_job_conf` (``serialized``): the filter job properties -> :class:`Decoded`: the handler's own
+  ``hsh.sarg`` / ``hsh.filter.expr`` JSON, HiveQL ``hive.io.filter.text``, and Hive's Kryo bytes in
+  ``hive.io.filter.expr.serialized`` / ``sarg.pushdown`` (decoded by ``storage_handler.decode.kryo``).
 * ``storage_handler.decode.spark_filters.decode_spark_filters``: Spark's ``pushFilters`` filters (imported on
   demand: it imports pyspark).
 """

@@ -20,8 +20,8 @@ Two different questions, two functions:
   - ``string``/``varchar`` (STRING): strings only (a number compared with a string column is compared as a
     double by Hive: ``'05' = 5`` is true). ``char(n)`` is not pushed for values: its pad semantics differ.
   - ``date`` (DATE): dates; midnight timestamps; ``YYYY-MM-DD`` strings.
-  - ``timestamp`` (TIMESTAMP): zone-less datetimes; dates (midnight); ``YYYY-MM-DD[ HH:MM:SS[.fffffffff]]``
-    strings whose fraction fits microseconds.
+  - ``timestamp`` (TIMESTAMP): zone-less datetimes (and :class:`~storage_handler.sarg.literals.NanoTimestamp`s);
+    dates (midnight); ``YYYY-MM-DD[ HH:MM:SS[.fffffffff]]`` strings (nine fraction digits kept exactly).
   - ``boolean`` (BOOLEAN): booleans only.
 """
 
@@ -34,6 +34,7 @@ from decimal import Decimal
 
 from storage_handler.errors import FilterError
 from storage_handler.expr.nodes import Constant, ConstantValue, check_constant, fit_decimal, is_float32
+from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.types import HiveType
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
@@ -58,19 +59,19 @@ def parse_date(text: str) -> dt.date | None:
         return None
 
 
-def parse_timestamp(text: str) -> dt.datetime | None:
-    """A zone-less datetime, or None when malformed or when the fraction has non-zero digits beyond microseconds."""
+def parse_timestamp(text: str) -> dt.datetime | NanoTimestamp | None:
+    """A zone-less datetime (a NanoTimestamp when the fraction has non-zero digits beyond microseconds), or None
+    when malformed."""
     m = _TIMESTAMP.match(text)
     if not m:
         return None
     fraction = (m[7] or "").ljust(9, "0")
-    if fraction[6:] != "000":
-        return None
     try:
-        return dt.datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0), int(m[5] or 0), int(m[6] or 0),
-                           int(fraction[:6]))
+        value = dt.datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0), int(m[5] or 0), int(m[6] or 0),
+                            int(fraction[:6]))
     except ValueError:
         return None
+    return NanoTimestamp(value, int(fraction[6:])) if fraction[6:] != "000" else value
 
 
 # ---------------------------------------------------------------- exact numeric helpers
@@ -158,6 +159,8 @@ def cast_constant(const: Constant, target: HiveType) -> Constant | None:
 
 
 def _to_date(value: object) -> dt.date | None:
+    if isinstance(value, NanoTimestamp):
+        return None  # never midnight
     if isinstance(value, dt.datetime):
         return value.date() if value.tzinfo is None and value.time() == dt.time() else None
     if isinstance(value, dt.date):
@@ -167,7 +170,9 @@ def _to_date(value: object) -> dt.date | None:
     return None
 
 
-def _to_timestamp(value: object) -> dt.datetime | None:
+def _to_timestamp(value: object) -> dt.datetime | NanoTimestamp | None:
+    if isinstance(value, NanoTimestamp):
+        return value
     if isinstance(value, dt.datetime):
         return value if value.tzinfo is None else None
     if isinstance(value, dt.date):

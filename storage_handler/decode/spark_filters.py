@@ -4,7 +4,8 @@
 
 =======================================  =========================================================
 ``EqualTo(a, v)``                        ``a = v``
-``EqualNullSafe(a, v)``                  ``a <=> v``
+``EqualNullSafe(a, v)``                  ``a <=> v`` (``EqualNullSafe(a, None)`` is ``a IS NULL``: Hive's
+                                         conversion makes nothing of ``a <=> NULL``, Spark means IS NULL)
 ``GreaterThan`` / ``GreaterThanOrEqual``  ``a > v`` / ``a >= v``
 ``LessThan`` / ``LessThanOrEqual``        ``a < v`` / ``a <= v``
 ``In(a, (v, ...))``                      ``a IN (v, ...)``
@@ -124,6 +125,8 @@ def filter_to_expr(f: ds.Filter, columns: Mapping[str, HiveType]) -> Expr:
     if isinstance(f, (ds.IsNull, ds.IsNotNull)):
         return Call("isnull" if isinstance(f, ds.IsNull) else "isnotnull", (_column(f.attribute, columns),))
     column = _column(f.attribute, columns)  # type: ignore[attr-defined]
+    if isinstance(f, ds.EqualNullSafe) and f.value is None:
+        return Call("isnull", (column,))
     if type(f) in _COMPARISONS:
         return Call(_COMPARISONS[type(f)], (column, _constant(f.value)))  # type: ignore[attr-defined]
     if isinstance(f, ds.In):

@@ -5,14 +5,14 @@ expression               SearchArgument
 =======================  ===========================================================================
 ``c = v``                ``EQUALS c v``
 ``c <> v``               ``NOT EQUALS c v``
-``c <=> v``              ``NULL_SAFE_EQUALS c v`` (``c <=> NULL`` is ``IS_NULL c``)
+``c <=> v``              ``NULL_SAFE_EQUALS c v`` (``c <=> NULL`` is ``YES_NO_NULL``, as in Hive)
 ``c < v`` / ``c <= v``   ``LESS_THAN`` / ``LESS_THAN_EQUALS``
 ``c > v``                ``NOT LESS_THAN_EQUALS c v``
 ``c >= v``               ``NOT LESS_THAN c v``
 ``v < c`` (flipped)      as ``c > v``, and so on for every comparison with the column on the right
 ``c IS NULL``            ``IS_NULL c``; ``c IS NOT NULL`` is ``NOT IS_NULL c``
-``c IN (v, ...)``        ``IN c v ...``
-``c [NOT] BETWEEN a, b`` ``[NOT] BETWEEN c a b``
+``c IN (v, ...)``        ``IN c v ...``; a NULL in the list stays in the leaf: ``(IN c null 1)``
+``c [NOT] BETWEEN a, b`` ``[NOT] BETWEEN c a b`` (Hive 2.3.10 drops the NOT: HIVE-24209; we follow the fix)
 bare boolean ``c``       ``EQUALS c true``
 ``NOT``/``AND``/``OR``   kept (the builder normalizes: NOT pushed down, CNF, ...)
 anything else            the constant ``YES_NO_NULL``: functions, ``LIKE``, arithmetic, column vs column,
@@ -162,10 +162,7 @@ class _Emitter:
         kind = leaf_type(left.hive_type)
         if kind is None:
             return self.maybe()
-        if right.value is None:
-            if fn == "<=>":
-                self.b.is_null(left.name, kind)  # type: ignore[attr-defined]
-                return None
+        if right.value is None:  # Hive's builder makes YES_NO_NULL of a null literal, even for <=>
             return self.maybe()
         literal = leaf_literal(right.value, left.hive_type)
         if literal is None:
@@ -198,7 +195,11 @@ class _Emitter:
             self.b.end()  # type: ignore[attr-defined]
         return None
 
-    def _literals(self, column: Expr, values: tuple[Expr, ...]) -> tuple[LeafType, list[object]] | None:
+    def _literals(
+        self, column: Expr, values: tuple[Expr, ...], *, nulls: bool = False
+    ) -> tuple[LeafType, list[object]] | None:
+        """The leaf type and literals; None if any value is not a constant convertible to the column's type.
+        ``nulls``: a NULL constant stays a None literal (Hive keeps it in an IN list) instead of failing."""
         kind = leaf_type(column.hive_type) if isinstance(column, Column) else None
         if kind is None:
             return None
@@ -207,6 +208,9 @@ class _Emitter:
         for value in values:
             if not isinstance(value, Constant):
                 return None
+            if value.value is None and nulls:
+                out.append(None)
+                continue
             literal = leaf_literal(value.value, column.hive_type)
             if literal is None:
                 return None
@@ -214,7 +218,7 @@ class _Emitter:
         return kind, out
 
     def _in(self, column: Expr, values: tuple[Expr, ...]) -> None:
-        converted = self._literals(column, values)
+        converted = self._literals(column, values, nulls=True)
         if converted is None:
             return self.maybe()
         assert isinstance(column, Column)

@@ -2,7 +2,7 @@
 
 ``Column``, ``Constant`` and ``Call`` are frozen, slotted dataclasses; ``to_hiveql`` renders HiveQL that
 ``storage_handler.decode.hiveql.parse_filter`` reads back; ``storage_handler.expr.serde`` holds the versioned JSON
-form stored in the ``hive.io.filter.expr.serialized`` job property.
+form stored in the ``hsh.filter.expr`` job property (Hive's own Kryo form is read by ``storage_handler.decode.kryo``).
 """
 
 from __future__ import annotations

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from storage_handler.errors import FilterError
+from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.types import HiveType
 
-ConstantValue = None | bool | int | float | Decimal | str | bytes | dt.date | dt.datetime
+ConstantValue = None | bool | int | float | Decimal | str | bytes | dt.date | dt.datetime | NanoTimestamp
 
 COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">=", "<=>"})
 ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "div", "&", "|", "^"})
@@ -154,8 +155,8 @@ def check_constant(value: object, hive_type: HiveType | None) -> ConstantValue:
     elif name == "date":
         ok = isinstance(value, dt.date) and not isinstance(value, dt.datetime)
     elif name == "timestamp":
-        ok = isinstance(value, dt.datetime)
-        if ok and value.tzinfo is not None:  # type: ignore[attr-defined]
+        ok = isinstance(value, (dt.datetime, NanoTimestamp))  # NanoTimestamp: nanoseconds from a Hive filter
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
             raise FilterError(f"timestamp constant {value!r} has a time zone; Hive timestamps are zone-less")
     elif name == "binary":
         ok = isinstance(value, bytes)
@@ -236,7 +237,7 @@ def type_of_value(value: ConstantValue) -> HiveType | None:
         return STRING
     if isinstance(value, bytes):
         return BINARY
-    if isinstance(value, dt.datetime):
+    if isinstance(value, (dt.datetime, NanoTimestamp)):
         return TIMESTAMP
     if isinstance(value, dt.date):
         return DATE

@@ -20,6 +20,7 @@ from decimal import Decimal
 
 from storage_handler.errors import FilterError
 from storage_handler.expr.nodes import ARITHMETIC, COMPARISONS, OPAQUE, Call, Column, Constant, Expr
+from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.types import parse_hive_type
 
 _ATOM, _UNARY, _ARITH, _PREDICATE, _NOT, _AND, _OR = 9, 8, 7, 4, 3, 2, 1
@@ -135,7 +136,7 @@ def render_constant(const: Constant) -> str:
         return quote_string(value) if name == "string" else f"CAST({quote_string(value)} AS {str(hive_type).upper()})"
     if isinstance(value, bytes):
         return f"unhex('{value.hex().upper()}')"
-    if isinstance(value, dt.datetime):
+    if isinstance(value, (dt.datetime, NanoTimestamp)):
         return f"TIMESTAMP '{format_timestamp(value)}'"
     if isinstance(value, dt.date):
         return f"DATE '{value.isoformat()}'"
@@ -151,8 +152,10 @@ def _double_text(value: float) -> str:
     return text if "E" in text else text + "E0"
 
 
-def format_timestamp(value: dt.datetime) -> str:
+def format_timestamp(value: dt.datetime | NanoTimestamp) -> str:
     """``YYYY-MM-DD HH:MM:SS[.f]`` with trailing zeros of the fraction dropped (Hive's ``Timestamp.toString``)."""
+    if isinstance(value, NanoTimestamp):
+        return f"{format_timestamp(value.micros).split('.')[0]}.{value.nanosecond:09d}".rstrip("0")
     text = value.strftime("%H:%M:%S")
     date_text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
     if value.microsecond:

@@ -1,4 +1,7 @@
-"""Serialization of an expression for the ``hive.io.filter.expr.serialized`` job property.
+"""The handler's own JSON form of an expression, for the ``hsh.filter.expr`` job property.
+
+(Older releases wrote it under Hive's ``hive.io.filter.expr.serialized``, where Hive keeps Kryo bytes; it is still
+read there: see :mod:`storage_handler.decode.serialized`.)
 
 Format (JSON, UTF-8), version 1::
 
@@ -19,7 +22,8 @@ float, double                 string: Python ``repr`` (``"1.5"``, ``"-0.0"``, ``
 decimal(p,s)                  string: the decimal with exactly ``s`` fraction digits (``"12.50"``)
 string, varchar, char         JSON string
 date                          string ``YYYY-MM-DD``
-timestamp                     string ``YYYY-MM-DDTHH:MM:SS.ffffff`` (zone-less, microseconds)
+timestamp                     string ``YYYY-MM-DDTHH:MM:SS.ffffff`` (zone-less, microseconds), or nine fraction
+                              digits for a timestamp with nanoseconds (a ``NanoTimestamp``)
 binary                        string: standard base64
 ============================  ============================================================================
 
@@ -39,16 +43,17 @@ from typing import Any
 
 from storage_handler.errors import FilterError, SchemaError
 from storage_handler.expr.nodes import Call, Column, Constant, Expr
+from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.types import HiveType, parse_hive_type
 
 FORMAT = "hsh-expr"
 VERSION = 1
-PROPERTY = "hive.io.filter.expr.serialized"
+PROPERTY = "hsh.filter.expr"
 
 _FLOAT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z|[+-]?(inf|nan)\Z")
 _DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\Z")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(\d{3})?\Z")
 
 
 def dumps(expr: Expr) -> str:
@@ -57,27 +62,30 @@ def dumps(expr: Expr) -> str:
                       separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def loads(text: str | bytes) -> Expr:
-    """Parse text written by :func:`dumps`; raise FilterError naming the problem if it is not exactly that."""
+def loads(text: str | bytes, *, key: str = PROPERTY) -> Expr:
+    """Parse text written by :func:`dumps`; raise FilterError naming the problem (and the job property ``key``
+    it was read from) if it is not exactly that."""
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as e:
-        raise FilterError(f"{PROPERTY} is not valid JSON ({e}); re-create the filter instead of editing it") from e
+        raise FilterError(f"{key} is not valid JSON ({e}); re-create the filter instead of editing it") from e
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise FilterError(f"{PROPERTY} is not a serialized filter: expected format {FORMAT!r}, found {found!r}")
+        raise FilterError(f"{key} is not a serialized filter: expected format {FORMAT!r}, found {found!r}")
     version = doc.get("version")
     if version != VERSION:
         raise FilterError(
-            f"{PROPERTY} has version {version!r}; this hive-storage-handler reads version {VERSION} only "
+            f"{key} has version {version!r}; this hive-storage-handler reads version {VERSION} only "
             "(written by a newer release? upgrade the reader, or re-create the filter)"
         )
     if set(doc) != {"format", "version", "expr"}:
-        raise FilterError(f"{PROPERTY}: unexpected keys {sorted(set(doc) - {'format', 'version', 'expr'})}")
+        raise FilterError(f"{key}: unexpected keys {sorted(set(doc) - {'format', 'version', 'expr'})}")
     try:
         return decode(doc["expr"])
     except RecursionError as e:
-        raise FilterError(f"{PROPERTY}: the expression is nested too deeply to decode") from e
+        raise FilterError(f"{key}: the expression is nested too deeply to decode") from e
+    except FilterError as e:
+        raise FilterError(f"{key}: {e}") from e
 
 
 def _reject_constant(token: str) -> Any:
@@ -104,6 +112,8 @@ def encode_value(value: Any, hive_type: HiveType | None) -> Any:
         return str(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
+    if isinstance(value, NanoTimestamp):
+        return value.isoformat()
     if isinstance(value, dt.datetime):
         return value.isoformat(timespec="microseconds")
     if isinstance(value, dt.date):
@@ -115,40 +125,40 @@ def encode_value(value: Any, hive_type: HiveType | None) -> Any:
 def decode(node: Any, path: str = "expr") -> Expr:
     """The expression for a ``NODE`` (see the module docstring); ``path`` names the node in error messages."""
     if not isinstance(node, dict):
-        raise FilterError(f"{PROPERTY}: {path} must be an object, found {type(node).__name__}")
+        raise FilterError(f"{path} must be an object, found {type(node).__name__}")
     keys = set(node)
     if keys == {"column", "type"}:
         name = node["column"]
         if not isinstance(name, str) or not name:
-            raise FilterError(f"{PROPERTY}: {path}.column must be a non-empty string, found {name!r}")
+            raise FilterError(f"{path}.column must be a non-empty string, found {name!r}")
         return Column(name, _decode_type(node["type"], f"{path}.type"))
     if keys == {"constant", "type"}:
         hive_type = None if node["type"] is None else _decode_type(node["type"], f"{path}.type")
         try:
             return Constant(decode_value(node["constant"], hive_type, path), hive_type)
         except FilterError as e:
-            raise FilterError(f"{PROPERTY}: {path}: {e}") from e
+            raise FilterError(f"{path}: {e}") from e
     if keys == {"call", "args"}:
         function, args = node["call"], node["args"]
         if not isinstance(function, str) or not isinstance(args, list):
-            raise FilterError(f"{PROPERTY}: {path} needs a string 'call' and a list 'args'")
+            raise FilterError(f"{path} needs a string 'call' and a list 'args'")
         decoded = tuple(decode(a, f"{path}.args[{i}]") for i, a in enumerate(args))
         try:
             return Call(function, decoded)
         except FilterError as e:
-            raise FilterError(f"{PROPERTY}: {path}: {e}") from e
+            raise FilterError(f"{path}: {e}") from e
     raise FilterError(
-        f"{PROPERTY}: {path} has keys {sorted(keys)}; expected column+type, constant+type or call+args"
+        f"{path} has keys {sorted(keys)}; expected column+type, constant+type or call+args"
     )
 
 
 def _decode_type(text: Any, path: str) -> HiveType:
     if not isinstance(text, str):
-        raise FilterError(f"{PROPERTY}: {path} must be a Hive type string, found {text!r}")
+        raise FilterError(f"{path} must be a Hive type string, found {text!r}")
     try:
         return parse_hive_type(text)
     except SchemaError as e:
-        raise FilterError(f"{PROPERTY}: {path}: {e}") from e
+        raise FilterError(f"{path}: {e}") from e
 
 
 def decode_value(raw: Any, hive_type: HiveType | None, path: str = "expr") -> Any:
@@ -183,8 +193,10 @@ def decode_value(raw: Any, hive_type: HiveType | None, path: str = "expr") -> An
     try:
         if name == "date" and _DATE.match(raw):
             return dt.date.fromisoformat(raw)
-        if name == "timestamp" and _TIMESTAMP.match(raw):
-            return dt.datetime.fromisoformat(raw)
+        if name == "timestamp" and (match := _TIMESTAMP.match(raw)):
+            if match[1] and match[1] != "000":
+                return NanoTimestamp(dt.datetime.fromisoformat(raw[:-3]), int(match[1]))
+            return dt.datetime.fromisoformat(raw[:-3] if match[1] else raw)
         if name == "binary":
             return base64.b64decode(raw.encode("ascii"), validate=True)
     except (ValueError, binascii.Error) as e:

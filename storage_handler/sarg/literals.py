@@ -10,9 +10,14 @@ FLOAT         float                         java.lang.Double
 STRING        str                           java.lang.String
 DATE          datetime.date (not datetime)  java.sql.Date
 DECIMAL       decimal.Decimal               HiveDecimalWritable
-TIMESTAMP     datetime.datetime (naive)     java.sql.Timestamp
+TIMESTAMP     datetime.datetime (naive),    java.sql.Timestamp
+              or NanoTimestamp
 BOOLEAN       bool                          java.lang.Boolean
 ============  ============================  =========================================
+
+``java.sql.Timestamp`` keeps nanoseconds and a ``datetime`` only microseconds: a timestamp whose fraction has more
+than six digits is a :class:`NanoTimestamp` (used for nothing else, so every other timestamp stays a plain
+``datetime``).
 
 Values Hive cannot hold exactly are refused rather than silently changed: ints outside a Java long, and decimals
 with more than 38 digits (Hive would round ``1E-39`` to ``0``, which turns ``x > 1E-39`` into a different filter).
@@ -27,6 +32,7 @@ import datetime as _dt
 import decimal
 import math
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from storage_handler.errors import FilterError
@@ -46,6 +52,41 @@ LITERAL_CLASSES: dict[str, type] = {
     "TIMESTAMP": _dt.datetime,
     "BOOLEAN": bool,
 }
+
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class NanoTimestamp:
+    """A zone-less timestamp with nanoseconds beyond the microsecond: ``micros`` + ``nanos`` (1..999) ns.
+
+    Hive's filters carry ``java.sql.Timestamp`` literals with nine fraction digits (``10:11:12.123456789``); a
+    ``datetime`` would round them, changing the filter. Only leaves print and compare these exactly: file
+    pruning compares literals in microseconds, so it treats a leaf holding one as unknown (keeps every file).
+    """
+
+    micros: _dt.datetime
+    nanos: int
+
+    def __post_init__(self) -> None:
+        if type(self.micros) is not _dt.datetime or self.micros.tzinfo is not None:
+            raise FilterError(f"NanoTimestamp needs a naive datetime, got {self.micros!r}")
+        if type(self.nanos) is not int or not 1 <= self.nanos <= 999:
+            raise FilterError(
+                f"NanoTimestamp.nanos must be 1..999 (the nanoseconds beyond the microsecond), got {self.nanos!r}"
+            )
+
+    @property
+    def nanosecond(self) -> int:
+        """The whole fraction of the second in nanoseconds (0..999999999)."""
+        return self.micros.microsecond * 1000 + self.nanos
+
+    def isoformat(self, sep: str = "T") -> str:
+        """``YYYY-MM-DD<sep>HH:MM:SS.fffffffff`` (all nine digits)."""
+        return f"{self.micros.isoformat(sep, timespec='seconds')}.{self.nanosecond:09d}"
+
+    def __str__(self) -> str:
+        return self.isoformat(" ")
+
 
 _GAP_FIRST = _dt.date(1582, 10, 5)
 _GAP_LAST = _dt.date(1582, 10, 14)
@@ -69,12 +110,12 @@ def coerce_literal(type_name: str, value: Any) -> Any:
 def check_literal(type_name: str, value: Any, where: str) -> None:
     """Refuse a literal of the wrong class or one Hive cannot represent exactly; ``where`` names the leaf."""
     cls = LITERAL_CLASSES[type_name]
-    if type(value) is not cls:
+    if type(value) is not cls and not (type_name == "TIMESTAMP" and type(value) is NanoTimestamp):
         hint = {
             "LONG": "int (not bool)",
             "FLOAT": "float (convert ints with float())",
             "DATE": "datetime.date (not datetime.datetime)",
-            "TIMESTAMP": "a naive datetime.datetime",
+            "TIMESTAMP": "a naive datetime.datetime (or a NanoTimestamp)",
         }.get(type_name, cls.__qualname__)
         raise FilterError(
             f"Wrong literal class {type(value).__qualname__} for the {where}: {value!r}; "
@@ -144,11 +185,13 @@ def java_date_string(value: _dt.date) -> str:
     return java_date(value).isoformat()
 
 
-def java_timestamp_string(value: _dt.datetime) -> str:
+def java_timestamp_string(value: _dt.datetime | NanoTimestamp) -> str:
     """``java.sql.Timestamp.toString()``: ``yyyy-mm-dd hh:mm:ss.f`` with trailing zeros of the nanos dropped."""
-    day = java_date(value.date())
-    nanos = str(value.microsecond * 1000).rjust(9, "0").rstrip("0") or "0"
-    return f"{day.isoformat()} {value.hour:02d}:{value.minute:02d}:{value.second:02d}.{nanos}"
+    stamp = value.micros if isinstance(value, NanoTimestamp) else value
+    fraction = value.nanosecond if isinstance(value, NanoTimestamp) else value.microsecond * 1000
+    day = java_date(stamp.date())
+    nanos = str(fraction).rjust(9, "0").rstrip("0") or "0"
+    return f"{day.isoformat()} {stamp.hour:02d}:{stamp.minute:02d}:{stamp.second:02d}.{nanos}"
 
 
 def format_literal(type_name: str, value: Any) -> str:
@@ -177,7 +220,9 @@ def literal_key(type_name: str, value: Any) -> Any:
     if type_name == "DATE":
         return java_date(value)
     if type_name == "TIMESTAMP":
-        return (java_date(value.date()), value.time())
+        if isinstance(value, NanoTimestamp):
+            return (java_date(value.micros.date()), value.micros.time(), value.nanos)
+        return (java_date(value.date()), value.time(), 0)
     if type_name == "STRING":
         return java_string_key(value)
     return value

@@ -12,7 +12,7 @@ Nodes form one table in post-order; children are indexes of earlier nodes, so sh
 shares clauses) are stored once, there are no cycles, and no recursion is needed to read deep trees. Literals are
 typed by their leaf's type so the round trip is lossless: LONG a JSON integer, FLOAT ``repr`` text ("nan", "-0.0",
 "1e+300"), STRING a JSON string, DATE ``yyyy-mm-dd``, DECIMAL ``str(Decimal)`` (scale kept: "12.50"),
-TIMESTAMP ``yyyy-mm-dd hh:mm:ss.ffffff``, BOOLEAN a JSON boolean, a null IN element JSON null.
+TIMESTAMP ``yyyy-mm-dd hh:mm:ss.ffffff`` (nine fraction digits for a ``NanoTimestamp``), BOOLEAN a JSON boolean, a null IN element JSON null.
 
 Anything unreadable raises :class:`FilterError`: a reader must never take a corrupt filter for "no filter",
 which would silently read everything - or, worse, for a different filter.
@@ -27,6 +27,7 @@ from typing import Any
 
 from storage_handler.errors import FilterError
 from storage_handler.sarg.leaf import LeafOperator, LeafType, PredicateLeaf
+from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.sarg.search_argument import SearchArgument
 from storage_handler.sarg.tree import ExpressionTree, ExprOp, fold
 from storage_handler.sarg.truth import TruthValue
@@ -183,8 +184,17 @@ def _decode_date(value: Any) -> _dt.date:
     return _dt.date.fromisoformat(_expect(value, str, "DATE literal"))
 
 
-def _decode_timestamp(value: Any) -> _dt.datetime:
-    return _dt.datetime.fromisoformat(_expect(value, str, "TIMESTAMP literal"))
+def _decode_timestamp(value: Any) -> _dt.datetime | NanoTimestamp:
+    text = _expect(value, str, "TIMESTAMP literal")
+    head, dot, fraction = text.rpartition(".")
+    if dot and len(fraction) == 9 and fraction.isdigit():
+        stamp = _dt.datetime.fromisoformat(f"{head}.{fraction[:6]}")
+        return NanoTimestamp(stamp, int(fraction[6:])) if fraction[6:] != "000" else stamp
+    return _dt.datetime.fromisoformat(text)
+
+
+def _encode_timestamp(value: _dt.datetime | NanoTimestamp) -> str:
+    return value.isoformat(" ") if isinstance(value, NanoTimestamp) else value.isoformat(sep=" ", timespec="microseconds")
 
 
 _ENCODERS: dict[LeafType, Any] = {
@@ -193,7 +203,7 @@ _ENCODERS: dict[LeafType, Any] = {
     LeafType.STRING: str,
     LeafType.DATE: lambda d: d.isoformat(),
     LeafType.DECIMAL: str,
-    LeafType.TIMESTAMP: lambda t: t.isoformat(sep=" ", timespec="microseconds"),
+    LeafType.TIMESTAMP: _encode_timestamp,
     LeafType.BOOLEAN: bool,
 }
 _DECODERS: dict[LeafType, Any] = {

@@ -1,7 +1,7 @@
 """Our expression -> SearchArgument conversion against Hive 2.3.10's own ``ConvertAstToSearchArg`` (the wheel's jar).
 
-Every expression is sent to ``java/HiveConvertOracle.java`` in one JVM run; the printed SearchArguments must be
-equal, character for character. Constants already have the column's type (what Hive's type checker guarantees).
+Every expression is built with Hive's classes, serialized and read back by Hive's reader in the shared oracle JVM
+(``java/HiveKryoOracle.java``); the printed SearchArguments must be equal, character for character. Constants already have the column's type (what Hive's type checker guarantees).
 One known, deliberate difference is checked separately: Hive 2.3.10 ignores the invert flag of
 ``GenericUDFBetween`` (``x NOT BETWEEN 1 AND 5`` becomes ``BETWEEN``, a wrong prune); we emit ``NOT BETWEEN``.
 """
@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import shutil
-import subprocess
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +19,8 @@ from storage_handler.decode.to_sarg import to_search_argument
 from storage_handler.expr import Call, Column, Constant, Expr, serde
 from storage_handler.expr.nodes import between
 from storage_handler.types import parse_hive_type
-
-SOURCE = Path(__file__).parent / "java" / "HiveConvertOracle.java"
-JAVA_FLAGS = ["--add-opens", "java.base/java.net=ALL-UNNAMED", "--add-opens", "java.base/java.lang=ALL-UNNAMED"]
+from tests.decode.kryo_oracle import Oracle
+from tests.decode.kryo_trees import java_double
 
 COLUMNS = {name: Column(name, parse_hive_type(t)) for name, t in {
     "i": "int", "t": "tinyint", "l": "bigint", "f": "double", "s": "string", "v": "varchar(8)", "d": "date",
@@ -80,25 +76,38 @@ def _top(rng: random.Random) -> Expr:
     return expr
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory: pytest.TempPathFactory):
-    if shutil.which("javac") is None or shutil.which("java") is None:
-        pytest.skip("javac/java not on PATH: cannot run Hive's ConvertAstToSearchArg as the reference")
-    import pyspark
+def tree_of(expr: Expr) -> dict:
+    """The oracle's JSON form of ``expr`` (see ``java/HiveKryoOracle.java``)."""
+    if isinstance(expr, Column):
+        return {"col": expr.name, "type": str(expr.hive_type)}
+    if isinstance(expr, Constant):
+        assert expr.hive_type is not None
+        value = expr.value
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, float):
+            text = java_double(value)
+        elif isinstance(value, Decimal):
+            text = format(value, "f")
+        elif isinstance(value, dt.datetime):
+            text = value.isoformat(" ", timespec="microseconds")
+        else:
+            text = str(value) if not isinstance(value, dt.date) else value.isoformat()
+        return {"const": None if value is None else text, "type": str(expr.hive_type)}
+    return {"fn": expr.function, "args": [tree_of(arg) for arg in expr.args]}
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    if not (jars / "hive-exec-2.3.10-core.jar").exists():
-        pytest.fail("pyspark's jars/hive-exec-2.3.10-core.jar is missing: reinstall the pinned pyspark wheel")
-    out = tmp_path_factory.mktemp("hive-convert-oracle")
-    classpath = f"{jars}/*"
-    subprocess.run(["javac", "-nowarn", "-cp", classpath, "-d", str(out), str(SOURCE)], check=True,
-                   capture_output=True, timeout=120)
+
+@pytest.fixture(scope="module")
+def hive(kryo_oracle: Oracle):
+    """Hive's own reader of each expression, built and serialized with Hive's classes (one shared JVM)."""
 
     def run(exprs: list[Expr]) -> list[str]:
-        lines = "".join(serde.dumps(e) + "\n" for e in exprs)
-        done = subprocess.run(["java", *JAVA_FLAGS, "-cp", f"{out}:{classpath}", "HiveConvertOracle"], input=lines,
-                              capture_output=True, text=True, timeout=120, check=True)
-        return done.stdout.splitlines()
+        out = []
+        for expr in exprs:
+            answer = kryo_oracle.expression(tree_of(expr))
+            assert len(answer) == 5, answer
+            out.append(answer[2])
+        return out
 
     return run
 

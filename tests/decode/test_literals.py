@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from storage_handler.decode.literals import cast_constant, leaf_literal, parse_timestamp
 from storage_handler.expr import Constant, lit
+from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.types import parse_hive_type
 
 
@@ -77,8 +78,8 @@ def test_java_double_words():
     assert cast_constant(lit("-Infinity"), T("double")).value == -math.inf
 
 
-def test_timestamp_fraction_beyond_microseconds():
-    assert parse_timestamp("2024-01-01 00:00:00.123456789") is None
+def test_timestamp_fraction_beyond_microseconds_keeps_the_nanoseconds():
+    assert parse_timestamp("2024-01-01 00:00:00.123456789") == NanoTimestamp(dt.datetime(2024, 1, 1, 0, 0, 0, 123456), 789)
     assert parse_timestamp("2024-01-01 00:00:00.123456000") == dt.datetime(2024, 1, 1, 0, 0, 0, 123456)
     assert parse_timestamp("2024-01-01") == dt.datetime(2024, 1, 1)
 
