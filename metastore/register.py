@@ -27,6 +27,8 @@ from metastore.table_spec import (
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
+from storage_handler.stats import FooterEngine
+from storage_handler.stats.engine import ProgressCallback
 from storage_handler.stats.membership_spec import TABLE_PARAMETERS as MEMBERSHIP_PARAMETERS
 from storage_handler.storage import check_no_secrets, parse_location
 
@@ -117,7 +119,8 @@ def apply_registration(
     *,
     batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int, int], None] | None = None,
-    show_progress: bool | None = None,
+    progress: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
 ) -> dict[str, Any]:
     """Create what the plan says is missing, through the handler's meta hook (which builds the index)."""
     name, ds = plan.name, plan.dataset
@@ -126,7 +129,7 @@ def apply_registration(
     table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner,
                         parameters=plan.table_properties)
     hook = StorageHandler().get_meta_hook()
-    hook.show_progress = show_progress
+    hook.progress, hook.engine = progress, engine
     if ds.location != ds.root and parse_location(ds.location) != parse_location(ds.root):
         hook.storage_root = ds.root  # --location names where readers find these files: index the scanned copy
     if plan.create_table:

@@ -37,6 +37,8 @@ from metastore.table_spec import (
 )
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
+from storage_handler.stats import FooterEngine
+from storage_handler.stats.engine import ProgressCallback
 from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION, absolute_path, partition_path
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.types import HiveType, parse_hive_type
@@ -136,11 +138,12 @@ def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]
 
 def apply_sync(
     client: MetastoreClient, plan: SyncPlan, *, batch_size: int = DEFAULT_BATCH,
-    on_batch: Callable[[int, int], None] | None = None, show_progress: bool | None = None,
+    on_batch: Callable[[int, int], None] | None = None, progress: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
 ) -> dict[str, Any]:
     name, ds = plan.name, plan.dataset
     hook = StorageHandler().get_meta_hook()
-    hook.show_progress = show_progress
+    hook.progress, hook.engine = progress, engine
     def change_table(table: Any) -> None:
         if plan.new_columns:
             have = {c.name.lower() for c in table.sd.cols}

@@ -19,8 +19,9 @@ from typing import Any
 
 from storage_handler.catalog import PartitionSource, is_under, list_partition_files
 from storage_handler.contract import PARAM_INDEX_VERSION
-from storage_handler.stats import StatsOptions, index_dir, update_index
+from storage_handler.stats import FooterEngine, StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
+from storage_handler.stats.engine import ProgressCallback
 from storage_handler.stats.listing import DataFile, list_data_files
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.table_desc import TableDesc
@@ -32,8 +33,11 @@ PARAM_INDEX_LOCATION = "hsh.index.location"
 class IndexMetaHook:
     """Keeps the statistics index in step with the table's life in the metastore."""
 
-    def __init__(self, *, show_progress: bool | None = None, storage_root: str | None = None) -> None:
-        self.show_progress = show_progress
+    def __init__(self, *, progress: ProgressCallback | None = None, engine: FooterEngine | None = None,
+                 storage_root: str | None = None) -> None:
+        # how footers are read (a local pool by default, or a Spark job) and who is told how far it got
+        self.progress = progress
+        self.engine = engine
         # Where the files are readable from here when the table's location is not (``register --location``
         # s3a://... for files scanned from a local mirror): the index is built and kept there.
         self.storage_root = storage_root
@@ -106,7 +110,7 @@ class IndexMetaHook:
         options.membership.check(desc.name, desc.columns)  # bloom / value-list columns must exist and fit
         version, diff = update_index(
             self._root(desc), desc.columns, self._files(desc, keys), partition_columns=keys,
-            options=options, show_progress=self.show_progress, conf=s3a_settings(desc.parameters),
+            options=options, progress=self.progress, conf=s3a_settings(desc.parameters), engine=self.engine,
         )
         self.last_diff = diff
         return int(version or 0)

@@ -15,15 +15,13 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import (
-    ProgressCallback,
     check_files,
     columns_of,
     indexed_columns,
     options_of,
-    read_many,
-    stats_table,
 )
 from storage_handler.stats.listing import DataFile, list_data_files
 from storage_handler.stats.membership_refresh import carry
@@ -96,8 +94,8 @@ def refresh_index(
     options: StatsOptions | None = None,
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
-    show_progress: bool | None = None,
     conf: Mapping[str, str] | None = None,
+    engine: FooterEngine | None = None,
 ) -> tuple[pa.Table, FileDiff]:
     """The index for the current listing ``files``, reusing ``previous`` rows whose file did not change."""
     cols = indexed_columns(columns)
@@ -116,12 +114,9 @@ def refresh_index(
         diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True)
     prev_paths = [] if prev_table is None else prev_table.column("path").to_pylist()
     kept_paths = {prev_paths[i] for i in kept}
-    to_read = [f for f in file_list if f.path not in kept_paths]
-    stats = read_many(
-        table_location, cols, to_read, options=options, max_workers=max_workers, progress=progress,
-        show_progress=show_progress, conf=conf,
-    )
-    fresh = stats_table(cols, zip(to_read, stats, strict=True), wanted)
+    to_read = sorted((f for f in file_list if f.path not in kept_paths), key=lambda f: f.path)
+    job = FooterJob(table_location, cols, tuple(to_read), wanted, tuple(sorted((conf or {}).items())))
+    fresh = (engine or LocalEngine(max_workers)).read(job, progress)
     if prev_table is None or not kept:
         return fresh, diff
     reused = prev_table.take(pa.array(kept, pa.int64()))
@@ -176,8 +171,8 @@ def update_index(
     options: StatsOptions | None = None,
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
-    show_progress: bool | None = None,
     conf: Mapping[str, str] | None = None,
+    engine: FooterEngine | None = None,
 ) -> tuple[int | None, FileDiff]:
     """Refresh the committed index against ``files`` (default: ``list_data_files``) and commit if anything changed.
 
@@ -193,7 +188,7 @@ def update_index(
     def update(snapshot: IndexSnapshot | None) -> pa.Table | None:
         table, diff = refresh_index(
             table_location, columns, file_list, snapshot, options=options, max_workers=max_workers,
-            progress=progress, show_progress=show_progress, conf=conf,
+            progress=progress, conf=conf, engine=engine,
         )
         diffs.append(diff)
         if snapshot is not None and (diff.is_empty or table.equals(snapshot.table, check_metadata=True)):
