@@ -39,28 +39,27 @@ REMOTE_WORKERS = 32  # footers from an object store: latency bounds it
 
 @dataclass(frozen=True, slots=True)
 class FooterJob:
-    """What to read: the table's location, its indexed columns, the files (relative or absolute paths), the
-    statistics options and the table's ``fs.s3a.*`` settings."""
+    """How to read footers of one table: its location, its indexed columns, the statistics options and the
+    table's ``fs.s3a.*`` settings. Small and picklable: it travels to every task, the files go in chunks."""
 
     table_location: str
     columns: tuple[tuple[str, HiveType], ...]
-    files: tuple[DataFile, ...]
     options: StatsOptions
     conf: tuple[tuple[str, str], ...] = ()
 
 
 class FooterEngine(Protocol):
-    """Reads the footers of a job's files into index rows (sorted by path, the index schema)."""
+    """Reads the footers of ``files`` (sorted by path) into index rows in the same order, of the index schema."""
 
     name: str
 
-    def read(self, job: FooterJob, progress: ProgressCallback | None = None) -> pa.Table:
+    def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
         ...
 
 
-def read_chunk(job: FooterJob, start: int, stop: int) -> pa.Table:
-    """Index rows of ``job.files[start:stop]``: the unit of work of every engine (and of Spark tasks)."""
-    files = job.files[start:stop]
+def read_chunk(job: FooterJob, files: Sequence[DataFile]) -> pa.Table:
+    """Index rows of ``files`` (paths relative to the table, or absolute): the unit of work of every engine, so
+    that every engine builds the same rows from the same files."""
     conf = dict(job.conf)
     root = parse_location(job.table_location).uri.rstrip("/")
     table_storage = storage_for(root, conf)
@@ -95,9 +94,9 @@ class LocalEngine:
         self.max_workers = max_workers
         self.chunk_files = max(1, chunk_files)
 
-    def read(self, job: FooterJob, progress: ProgressCallback | None = None) -> pa.Table:
+    def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
         storage_for(job.table_location, dict(job.conf))  # refuse an unreachable scheme before any thread starts
-        total = len(job.files)
+        total = len(files)
         if total == 0:
             return stats_table(job.columns, [], job.options)
         default = LOCAL_WORKERS if parse_location(job.table_location).kind == LOCAL else REMOTE_WORKERS
@@ -112,7 +111,7 @@ class LocalEngine:
             pending: dict[Future[pa.Table], int] = {}
             queue = iter(enumerate(bounds))
             for i, (start, stop) in queue:  # keep at most 2 chunks per worker in flight: bounded memory
-                pending[pool.submit(read_chunk, job, start, stop)] = i
+                pending[pool.submit(read_chunk, job, files[start:stop])] = i
                 if len(pending) >= 2 * workers:
                     break
             while pending:
@@ -126,7 +125,7 @@ class LocalEngine:
                         progress(done, total)
                     nxt = next(queue, None)
                     if nxt is not None:
-                        pending[pool.submit(read_chunk, job, nxt[1][0], nxt[1][1])] = nxt[0]
+                        pending[pool.submit(read_chunk, job, files[nxt[1][0]:nxt[1][1]])] = nxt[0]
         return pa.concat_tables([p for p in parts if p is not None])
 
 
@@ -149,6 +148,5 @@ def build_index(
     cols = indexed_columns(columns)
     file_list = sorted((DataFile(*f) for f in files), key=lambda f: f.path)
     check_files(file_list)
-    job = FooterJob(table_location, cols, tuple(file_list), options or StatsOptions(),
-                    tuple(sorted((conf or {}).items())))
-    return (engine or LocalEngine(max_workers)).read(job, progress)
+    job = FooterJob(table_location, cols, options or StatsOptions(), tuple(sorted((conf or {}).items())))
+    return (engine or LocalEngine(max_workers)).read(job, file_list, progress)

@@ -115,8 +115,8 @@ def refresh_index(
     prev_paths = [] if prev_table is None else prev_table.column("path").to_pylist()
     kept_paths = {prev_paths[i] for i in kept}
     to_read = sorted((f for f in file_list if f.path not in kept_paths), key=lambda f: f.path)
-    job = FooterJob(table_location, cols, tuple(to_read), wanted, tuple(sorted((conf or {}).items())))
-    fresh = (engine or LocalEngine(max_workers)).read(job, progress)
+    job = FooterJob(table_location, cols, wanted, tuple(sorted((conf or {}).items())))
+    fresh = (engine or LocalEngine(max_workers)).read(job, to_read, progress)
     if prev_table is None or not kept:
         return fresh, diff
     reused = prev_table.take(pa.array(kept, pa.int64()))
