@@ -27,7 +27,7 @@ from metastore.table_spec import (
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
-from storage_handler.stats import FooterEngine
+from storage_handler.stats import FooterEngine, StatsOptions
 from storage_handler.stats.engine import ProgressCallback
 from storage_handler.stats.membership_spec import TABLE_PARAMETERS as MEMBERSHIP_PARAMETERS
 from storage_handler.storage import check_no_secrets, parse_location
@@ -74,10 +74,14 @@ def plan_registration(
     owner: str | None = None,
     table_properties: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    footers: ProgressCallback | None = None,
+    max_workers: int | None = None,
 ) -> RegistrationPlan:
     properties = dict(table_properties or {})
     check_no_secrets(properties, "--table-property")
-    dataset = discover(path, location=location, progress=progress, conf=properties)
+    options = StatsOptions.for_table(properties)  # as the index will be built: discovery reads it on the way
+    dataset = discover(path, location=location, progress=progress, conf=properties, options=options,
+                       footers=footers, max_workers=max_workers)
     create_database = not client.database_exists(name.database)
     existing_parts: set[str] = set()
     create_table = True
@@ -129,7 +133,7 @@ def apply_registration(
     table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner,
                         parameters=plan.table_properties)
     hook = StorageHandler().get_meta_hook()
-    hook.progress, hook.engine = progress, engine
+    hook.progress, hook.engine, hook.seed, hook.known_files = progress, engine, ds.seed, ds.files
     if ds.location != ds.root and parse_location(ds.location) != parse_location(ds.root):
         hook.storage_root = ds.root  # --location names where readers find these files: index the scanned copy
     if plan.create_table:
