@@ -4,20 +4,31 @@ Registering a table needs the union of its files' schemas (to declare the table)
 against that union (to build the index). Done naively that reads every footer twice; on an object store each read
 is a request, and on a big local table it is most of the work. Here each footer is read once:
 
-* files are grouped by their Parquet schema (nearly always one group), and each file's statistics are taken
-  against its own group's columns -- the same values the union would give, since a column must have one Hive type
-  across the table (``metastore.dataset`` refuses it otherwise) and a column a file lacks is all null there;
+* files are grouped by their schema (nearly always one group), and each file's statistics are taken against its
+  own group's columns -- the same values the union would give, since a column must have one Hive type across the
+  table (``metastore.dataset`` refuses it otherwise) and a column a file lacks is all null there;
 * at the end, :meth:`FooterScan.index_for` lifts every group's rows to the table's columns: a column a group lacks
   is all null in those files (null count = record count, no bounds).
 
-Memory: per chunk of files an Arrow table per group, never a Python object per file of the whole dataset.
+Chunks of files are read by a pool: threads where footers wait on the network; processes on a local disk, where
+turning a footer into statistics is Python work that threads would serialize on the GIL (a process costs its
+start, so only for tables of many files, :data:`PROCESS_MIN_FILES`). Memory: per chunk an Arrow table per group,
+never a Python object per file of the whole dataset.
 """
 
 from __future__ import annotations
 
-import threading
+import multiprocessing
+import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -38,16 +49,27 @@ from storage_handler.stats.listing import DataFile
 from storage_handler.storage import LOCAL, FileEntry, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
+PROCESS_MIN_FILES = 20_000  # below this, starting worker processes costs more than it saves
+
 
 @dataclass
 class _Group:
-    """Files sharing one Parquet schema: its Arrow form, the first file seen with it, its indexed columns."""
+    """Files sharing one schema: its Arrow form, the first file (in path order) with it, its indexed columns
+    (None: not plannable alone, e.g. two columns equal but for case: read again with the union)."""
 
-    parquet: pq.ParquetSchema
     arrow: pa.Schema
-    first: int  # the position (in path order) of the first file with this schema: chunks finish in any order
+    first: int
     first_file: str
-    columns: tuple[tuple[str, HiveType], ...] | None  # None: not plannable alone (read again with the union)
+    columns: tuple[tuple[str, HiveType], ...] | None
+
+
+@dataclass
+class _ChunkResult:
+    """What one chunk found: its groups, with each group's rows (or deferred files), and unreadable files."""
+
+    groups: list[tuple[_Group, pa.Table | None, list[DataFile]]]
+    unreadable: list[tuple[DataFile, str]]
+    files: int
 
 
 @dataclass
@@ -55,7 +77,7 @@ class FooterScan:
     """The result of one pass: distinct schemas (first file first) and index rows per schema group."""
 
     groups: list[_Group] = field(default_factory=list)
-    rows: list[tuple[int, pa.Table]] = field(default_factory=list)  # (group, rows of files of that group)
+    rows: list[pa.Table] = field(default_factory=list)
     unreadable: list[tuple[DataFile, str]] = field(default_factory=list)  # (file, why)
     deferred: list[DataFile] = field(default_factory=list)  # files of groups read again with the union
 
@@ -70,103 +92,108 @@ class FooterScan:
         the caller reads those, see :attr:`deferred`)."""
         cols = indexed_columns(columns)
         target = index_schema(cols, options)
-        parts = [_lift(table, target) for _, table in self.rows]
+        parts = [_lift(table, target) for table in self.rows]
         if self.unreadable:
             parts.append(stats_table(cols, [(f, FileStats.failed(why)) for f, why in self.unreadable], options))
         if not parts:
             return target.empty_table()
         return pa.concat_tables(parts).sort_by("path")
 
+    def _merge(self, result: _ChunkResult) -> None:
+        for group, rows, deferred in result.groups:
+            known = next((g for g in self.groups if g.arrow.equals(group.arrow)), None)
+            if known is None:
+                self.groups.append(group)
+            elif group.first < known.first:
+                known.first, known.first_file = group.first, group.first_file
+            if rows is not None:
+                self.rows.append(rows)
+            self.deferred.extend(deferred)
+        self.unreadable.extend(result.unreadable)
+
 
 def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
                  conf: Mapping[str, str] | None = None, max_workers: int | None = None,
-                 progress: ProgressCallback | None = None) -> FooterScan:
-    """Read every file's footer once: schemas and statistics (see the module docstring)."""
+                 progress: ProgressCallback | None = None, processes: bool | None = None) -> FooterScan:
+    """Read every file's footer once: schemas and statistics (see the module docstring). ``processes``: None
+    chooses (local disk and at least :data:`PROCESS_MIN_FILES` files on a machine of several cores)."""
     location = parse_location(root)
-    storage = storage_for(location.uri, conf)
-    base = location.uri.rstrip("/")
-    scan = FooterScan()
-    lock = threading.Lock()
+    storage_for(location.uri, conf)  # an unreachable scheme fails here, once
     total = len(files)
-    workers = min(max_workers or (LOCAL_WORKERS if location.kind == LOCAL else REMOTE_WORKERS), max(1, total))
+    cpus = os.cpu_count() or 1
+    if processes is None:
+        processes = location.kind == LOCAL and total >= PROCESS_MIN_FILES and cpus > 1
+    default = (cpus if processes else LOCAL_WORKERS) if location.kind == LOCAL else REMOTE_WORKERS
+    workers = min(max_workers or default, max(1, total))
     size = min(CHUNK_FILES, max(1, -(-total // workers)))
-
-    def group_of(schema: pq.ParquetSchema, position: int, path: str) -> int:
-        for i, g in enumerate(scan.groups):  # nearly always one: one C++ comparison per file
-            if g.parquet.equals(schema):
-                if position < g.first:
-                    with lock:
-                        if position < g.first:
-                            g.first, g.first_file = position, path
-                return i
-        with lock:
-            for i, g in enumerate(scan.groups):
-                if g.parquet.equals(schema):
-                    if position < g.first:
-                        g.first, g.first_file = position, path
-                    return i
-            arrow = schema.to_arrow_schema()
-            try:
-                columns: tuple[tuple[str, HiveType], ...] | None = indexed_columns(
-                    (f.name, arrow_to_hive(f.type, f.name)) for f in arrow)
-            except (SchemaError, StorageHandlerError):
-                columns = None  # e.g. two columns equal but for case: planned with the union instead
-            scan.groups.append(_Group(schema, arrow, position, path, columns))
-            return len(scan.groups) - 1
-
-    def chunk(start: int) -> tuple[dict[int, list[tuple[DataFile, FileStats]]], list, list]:
-        by_group: dict[int, list[tuple[DataFile, FileStats]]] = {}
-        bad: list[tuple[DataFile, str]] = []
-        deferred: list[DataFile] = []
-        for position in range(start, min(start + size, total)):
-            f = files[position]
-            uri = f"{base}/{f.path}"
-            entry = FileEntry(uri, f.size, f.mtime_ms, f.version)
-            try:
-                with storage.open_input(uri, entry) as source:
-                    metadata = read_footer(source)
-            except StorageHandlerError:
-                raise  # storage itself failed (bucket, credentials, endpoint): not one bad file
-            except Exception as exc:  # noqa: BLE001 - an unreadable footer: the caller decides (refuse or record)
-                text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                bad.append((f, f"{type(exc).__name__}: {text}"[:1000]))
-                continue
-            g = group_of(metadata.schema, position, f.path)
-            columns = scan.groups[g].columns
-            if columns is None:
-                deferred.append(f)
-            elif options.scan_float_columns or not options.membership.is_empty:
-                by_group.setdefault(g, []).append(  # needs the data too: the regular path, same numbers
-                    (f, read_file_stats(uri, columns, options, storage=storage, entry=entry)))
-            else:
-                by_group.setdefault(g, []).append((f, stats_from_metadata(metadata, columns)))
-        return by_group, bad, deferred
-
+    scan = FooterScan()
+    conf_items = tuple(sorted((conf or {}).items()))
+    pool: Executor = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+                      if processes else ThreadPoolExecutor(workers, thread_name_prefix="hsh-scan"))
     done = 0
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-scan") as pool:
-        pending: dict[Future[tuple[dict[int, list[tuple[DataFile, FileStats]]], list, list]], int] = {}
-        queue = iter(range(0, total, size))
-        for start in queue:
-            pending[pool.submit(chunk, start)] = min(size, total - start)
-            if len(pending) >= 2 * workers:
+    with pool:
+        pending: set[Future[_ChunkResult]] = set()
+        starts = iter(range(0, total, size))
+        for start in starts:
+            pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, start,
+                                    tuple(files[start:start + size])))
+            if len(pending) >= 2 * workers:  # bounded: at most two chunks per worker in flight
                 break
         while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                done += pending.pop(future)
-                by_group, bad, deferred = future.result()
-                for g, entries in by_group.items():
-                    columns = scan.groups[g].columns
-                    assert columns is not None
-                    scan.rows.append((g, stats_table(columns, entries, options)))
-                scan.unreadable.extend(bad)
-                scan.deferred.extend(deferred)
+                result = future.result()
+                scan._merge(result)
+                done += result.files
                 if progress is not None:
                     progress(done, total)
-                nxt = next(queue, None)
+                nxt = next(starts, None)
                 if nxt is not None:
-                    pending[pool.submit(chunk, nxt)] = min(size, total - nxt)
+                    pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, nxt,
+                                            tuple(files[nxt:nxt + size])))
     return scan
+
+
+def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOptions, start: int,
+                files: tuple[DataFile, ...]) -> _ChunkResult:
+    """Footers of one chunk (module level: it runs in worker processes too)."""
+    storage = storage_for(root, dict(conf))
+    base = root.rstrip("/")
+    local: list[tuple[pq.ParquetSchema, _Group, list[tuple[DataFile, FileStats]], list[DataFile]]] = []
+    bad: list[tuple[DataFile, str]] = []
+    for offset, f in enumerate(files):
+        uri = f"{base}/{f.path}"
+        entry = FileEntry(uri, f.size, f.mtime_ms, f.version)
+        try:
+            with storage.open_input(uri, entry) as source:
+                metadata = read_footer(source)
+        except StorageHandlerError:
+            raise  # storage itself failed (bucket, credentials, endpoint): not one bad file
+        except Exception as exc:  # noqa: BLE001 - an unreadable footer: the caller decides (refuse or record)
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            bad.append((f, f"{type(exc).__name__}: {text}"[:1000]))
+            continue
+        schema = metadata.schema
+        slot = next((s for s in local if s[0].equals(schema)), None)  # nearly always the first: one C++ compare
+        if slot is None:
+            arrow = schema.to_arrow_schema().remove_metadata()
+            try:
+                columns: tuple[tuple[str, HiveType], ...] | None = indexed_columns(
+                    (fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow)
+            except (SchemaError, StorageHandlerError):
+                columns = None
+            slot = (schema, _Group(arrow, start + offset, f.path, columns), [], [])
+            local.append(slot)
+        _, group, entries, deferred = slot
+        if group.columns is None:
+            deferred.append(f)
+        elif options.scan_float_columns or not options.membership.is_empty:  # needs the data: the regular path
+            entries.append((f, read_file_stats(uri, group.columns, options, storage=storage, entry=entry)))
+        else:
+            entries.append((f, stats_from_metadata(metadata, group.columns)))
+    groups = [(g, stats_table(g.columns, entries, options) if g.columns is not None and entries else None, deferred)
+              for _, g, entries, deferred in local]
+    return _ChunkResult(groups, bad, len(files))
 
 
 def _lift(table: pa.Table, target: pa.Schema) -> pa.Table:
@@ -174,7 +201,7 @@ def _lift(table: pa.Table, target: pa.Schema) -> pa.Table:
     lacks are all null in its files -- no bounds, null count = record count."""
     if table.schema.equals(target, check_metadata=False):
         return table.replace_schema_metadata(target.metadata)
-    records = table.column("num_records")
+    records = table.column("num_records").combine_chunks()
     arrays = []
     for f in target:
         if not pa.types.is_struct(f.type):
@@ -186,7 +213,7 @@ def _lift(table: pa.Table, target: pa.Schema) -> pa.Table:
             if have is not None and have.type.get_field_index(child.name) >= 0:
                 children.append(pc.struct_field(have, child.name).cast(child.type))
             elif f.name == "null_count":
-                children.append(records.combine_chunks().cast(child.type))
+                children.append(records.cast(child.type))
             else:
                 children.append(pa.nulls(len(table), child.type))
         if not children:

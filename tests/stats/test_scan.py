@@ -12,6 +12,7 @@ from metastore.dataset import discover
 from storage_handler.stats import StatsOptions, build_index, list_data_files
 from storage_handler.stats import scan as scan_module
 from storage_handler.stats.scan import scan_footers
+from storage_handler.types import parse_hive_type
 from tests.stats.util import write
 
 
@@ -55,6 +56,20 @@ def test_the_union_and_its_errors_do_not_depend_on_which_chunk_finished_first(tm
     for _ in range(5):
         scan = scan_footers(str(tmp_path), files, StatsOptions(), max_workers=8)
         assert [path for _, path in scan.schemas] == ["f00.parquet", "f01.parquet", "f02.parquet"]
+
+
+def test_worker_processes_give_the_same_rows_as_threads(tmp_path: Path) -> None:
+    """Big local tables are scanned by worker processes (the GIL would serialize threads): same schemas, same
+    rows, whatever the mode."""
+    mixed_dataset(tmp_path)
+    files = list_data_files(str(tmp_path), ["dt"])
+    threads = scan_footers(str(tmp_path), files, StatsOptions(), max_workers=3, processes=False)
+    processes = scan_footers(str(tmp_path), files, StatsOptions(), max_workers=2, processes=True)
+    assert [(s.names, p) for s, p in processes.schemas] == [(s.names, p) for s, p in threads.schemas]
+    columns = [("id", parse_hive_type("bigint")), ("name", parse_hive_type("string")),
+               ("ts", parse_hive_type("timestamp")), ("extra", parse_hive_type("double"))]
+    assert processes.index_for(columns, StatsOptions()).equals(threads.index_for(columns, StatsOptions()),
+                                                               check_metadata=True)
 
 
 def test_an_unreadable_footer_refuses_registration_naming_the_file(tmp_path: Path) -> None:
