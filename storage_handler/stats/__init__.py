@@ -8,6 +8,7 @@ optimistic retries). The schema is the shared contract in the project's design n
 from __future__ import annotations
 
 from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, build_index
+from storage_handler.stats.file_diff import FileDiff, diff_files
 from storage_handler.stats.footer import (
     ColumnStats,
     FileStats,
@@ -33,7 +34,7 @@ from storage_handler.stats.listing import (
     unescape_partition_value,
     unescape_path_name,
 )
-from storage_handler.stats.refresh import FileDiff, commit_with_retry, diff_files, refresh_index, update_index
+from storage_handler.stats.refresh import commit_with_retry, refresh_index, update_index
 from storage_handler.stats.store import (
     IndexConflictError,
     IndexSnapshot,

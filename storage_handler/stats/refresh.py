@@ -11,11 +11,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 
 from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
+from storage_handler.stats.file_diff import FileDiff, compare
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import (
     check_files,
@@ -28,61 +28,6 @@ from storage_handler.stats.membership_refresh import carry
 from storage_handler.stats.store import DEFAULT_KEEP, IndexConflictError, IndexSnapshot, commit, load
 from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
-
-
-@dataclass(frozen=True, slots=True)
-class FileDiff:
-    """What a refresh found, as relative paths (sorted).
-
-    ``changed``: size, mtime, version tag or partition values differ. ``retried``: unchanged files re-read because their
-    footer failed last time. ``full_rebuild``: the indexed columns changed, so every footer was read again.
-    ``membership_changed``: the bloom-filter / value-list choice changed; ``membership_read``: the columns whose
-    values were read for unchanged files because of it (their other statistics were reused).
-    """
-
-    added: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    retried: tuple[str, ...] = ()
-    full_rebuild: bool = False
-    membership_changed: bool = False
-    membership_read: tuple[str, ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.added or self.changed or self.removed or self.retried or self.full_rebuild
-                    or self.membership_changed)
-
-
-def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[FileDiff, list[int]]:
-    """Compare an index table with a listing; also return the row numbers of ``previous`` that stay as they are."""
-    if previous is None:
-        return FileDiff(added=tuple(sorted(f.path for f in files))), []
-    paths = previous.column("path").to_pylist()
-    sizes = previous.column("size").to_pylist()
-    mtimes = previous.column("modification_time").to_pylist()
-    tags = previous.column("version_tag").to_pylist()
-    parts = previous.column("partition_values").to_pylist()
-    errors = previous.column("stats_error").to_pylist()
-    row_of = {p: i for i, p in enumerate(paths)}
-    added: list[str] = []
-    changed: list[str] = []
-    retried: list[str] = []
-    kept: list[int] = []
-    for f in files:
-        i = row_of.get(f.path)
-        if i is None:
-            added.append(f.path)
-        elif (sizes[i] != f.size or mtimes[i] != f.mtime_ms or tags[i] is None or tags[i] != f.version
-              or dict(parts[i] or []) != dict(f.partition_values)):
-            changed.append(f.path)
-        elif errors[i] is not None:
-            retried.append(f.path)
-        else:
-            kept.append(i)
-    listed = {f.path for f in files}
-    removed = sorted(p for p in paths if p not in listed)
-    return FileDiff(tuple(sorted(added)), tuple(sorted(changed)), tuple(removed), tuple(sorted(retried))), kept
 
 
 def refresh_index(
@@ -105,30 +50,31 @@ def refresh_index(
     same test as ``previous`` (path, size, mtime, version tag) takes that row instead of a footer read.
     """
     cols = indexed_columns(columns)
-    file_list = [DataFile(*f) for f in files]
+    file_list = [f if isinstance(f, DataFile) else DataFile(*f) for f in files]
     check_files(file_list)
     prev_table = previous.table if isinstance(previous, IndexSnapshot) else previous
-    diff, kept = diff_files(prev_table, file_list)
+    found = compare(prev_table, file_list)
+    diff, kept = found.diff(), found.kept_rows()
     wanted = options or StatsOptions()
     before = options_of(prev_table.schema) if prev_table is not None else wanted
     full = prev_table is not None and (columns_of(prev_table.schema) != cols
                                        or before.footer_options != wanted.footer_options)
     if full:
         diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, full_rebuild=True)
-        kept = []
-    elif prev_table is not None and before.membership != wanted.membership:
-        diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True)
-    prev_paths = [] if prev_table is None else prev_table.column("path").to_pylist()
-    kept_paths = {prev_paths[i] for i in kept}
-    to_read = sorted((f for f in file_list if f.path not in kept_paths), key=lambda f: f.path)
+        kept = kept.slice(0, 0)
+        to_read = sorted(file_list, key=lambda f: f.path)
+    else:
+        if prev_table is not None and before.membership != wanted.membership:
+            diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True)
+        to_read = sorted((f for f, k in zip(file_list, found.kept, strict=True) if not k), key=lambda f: f.path)
     job = FooterJob(table_location, cols, wanted, tuple(sorted((conf or {}).items())))
     seeded, to_read = _from_seed(seed, to_read, cols, wanted)
     fresh = (engine or LocalEngine(max_workers)).read(job, to_read, progress)
     if seeded is not None:
         fresh = pa.concat_tables([seeded.cast(fresh.schema), fresh]).sort_by("path")
-    if prev_table is None or not kept:
+    if prev_table is None or not len(kept):
         return fresh, diff
-    reused = prev_table.take(pa.array(kept, pa.int64()))
+    reused = prev_table.take(kept)
     if before.membership != wanted.membership:  # a changed filter choice: read only the columns it adds
         by_path = {f.path: f for f in file_list}
         reused, read = carry(reused, before.membership, wanted.membership, table_location, cols,
@@ -145,12 +91,11 @@ def _from_seed(seed: pa.Table | None, to_read: list[DataFile], cols: tuple[tuple
     """Rows of ``seed`` standing for files of ``to_read`` (same index shape, still fresh), and the files left."""
     if seed is None or not to_read or columns_of(seed.schema) != cols or options_of(seed.schema) != wanted:
         return None, to_read
-    _diff, kept = diff_files(seed, to_read)
-    if not kept:
+    found = compare(seed, to_read)
+    kept = found.kept
+    if not kept.any():
         return None, to_read
-    rows = seed.take(pa.array(kept, pa.int64()))
-    have = set(rows.column("path").to_pylist())
-    return rows, [f for f in to_read if f.path not in have]
+    return seed.take(found.kept_rows()), [f for f, k in zip(to_read, kept, strict=True) if not k]
 
 
 def commit_with_retry(
