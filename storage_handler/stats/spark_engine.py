@@ -292,6 +292,7 @@ class _OwnedContext:
 
         from metastore.local import find_java, state_home
 
+        check_master(master)
         if SparkContext._active_spark_context is not None:
             active = SparkContext._active_spark_context
             raise ConfigurationError(
@@ -299,7 +300,6 @@ class _OwnedContext:
                 "to SparkEngine(spark=...) or stop it first"
             )
         find_java()
-        check_master(master)
         loopback = is_loopback_master(master)
         # executors run this interpreter unless told otherwise; a loopback master keeps every socket on 127.0.0.1
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
