@@ -14,6 +14,7 @@ import os
 import pickle
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from datetime import date
 from decimal import Decimal
@@ -265,10 +266,6 @@ sys.exit(main(argv))
 """
 
 
-def register(metastore_uri: str, name: str, root: Path) -> None:
-    ok_json(hsh("register", name, str(root), "--engine", "local", "--json", "--metastore", metastore_uri))
-
-
 def add_files(root: Path) -> None:
     """After registration (which refuses an unreadable file): new files, a rewritten one, a corrupt one."""
     for j in range(3):
@@ -277,72 +274,104 @@ def add_files(root: Path) -> None:
     (root / "dt=2" / "part-corrupt.parquet").write_bytes(b"PAR1 not a footer PAR1")
 
 
-@pytest.mark.spark
-def test_cli_engine_spark_on_a_registered_table(cluster: StandaloneCluster, metastore_uri: str, hms: Any,
-                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`hsh index refresh --engine auto --spark-master URL --engine-threshold 1`: the footers of the new and
-    changed files are read on the cluster and the committed index equals a local build of every file."""
-    monkeypatch.delenv("HSH_SPARK_MASTER", raising=False)
-    root = tmp_path / "t"
+@pytest.fixture(scope="module")
+def cli_scenario(cluster: StandaloneCluster, metastore_uri: str, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[dict[str, Any]]:
+    """A table registered in the real metastore; files added; ``hsh index refresh --engine spark`` SIGKILLed
+    after its Spark job, before the new version is created; then ``--engine auto`` with a master and a
+    threshold of 1 file does the refresh on the cluster. Two applications in all."""
+    from metastore.client import MetastoreClient
+
+    old_master = os.environ.pop("HSH_SPARK_MASTER", None)
+    tmp = tmp_path_factory.mktemp("spark_cli")
+    root = tmp / "t"
     make_table(root, per_day=20, corrupt=False)
-    register(metastore_uri, "sparkeng.cli", root)
-    location = hms.get_table("sparkeng", "cli").sd.location
-    add_files(root)
-    dead = fails_clearly(hsh("index", "refresh", "sparkeng.cli", "--engine", "spark", "--spark-master",
-                             "spark://127.0.0.1:1", "--json", "--metastore", metastore_uri), "spark://127.0.0.1:1")
+    ok_json(hsh("register", "sparkeng.cli", str(root), "--json", "--metastore", metastore_uri))
+    with MetastoreClient(metastore_uri) as hms:
+        location = hms.get_table("sparkeng", "cli").sd.location
+        before = load(location)
+        add_files(root)
+        result: dict[str, Any] = {"location": location, "before": before}
+
+        marker = tmp / "marker"
+        apps = cluster.app_dirs()
+        proc = python_popen(CRASHING_HSH, str(marker), "before_create", "index", "refresh", "sparkeng.cli",
+                            "--engine", "spark", "--spark-master", cluster.url, "--json",
+                            "--metastore", metastore_uri)
+        try:
+            wait_until(marker.exists, "the child reaching its commit", timeout=400, interval=0.05, proc=proc)
+            jvms = descendants(proc.pid)
+        finally:
+            kill_pid(proc)
+        result.update(crash_returncode=proc.returncode, crash_apps=len(cluster.app_dirs() - apps),
+                      after_crash=load(location), param_after_crash=hms.get_table("sparkeng", "cli").parameters)
+        leftover = [p for p in jvms if alive(p)]
+        try:  # the engine stopped its application after the job; a JVM left would exit when its stdin closes
+            result["jvm_exited"] = _eventually(lambda: not any(alive(p) for p in leftover), 60)
+            result["executors_exited"] = _eventually(lambda: not cluster.executors(0) and not cluster.executors(1),
+                                                     60)
+        finally:
+            for pid in leftover:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)  # a descendant of the child started above, by its PID
+
+        result["unreachable"] = hsh("index", "refresh", "sparkeng.cli", "--engine", "spark", "--spark-master",
+                                    "spark://127.0.0.1:1", "--json", "--metastore", metastore_uri)
+        apps = cluster.app_dirs()
+        result["refresh"] = ok_json(hsh("index", "refresh", "sparkeng.cli", "--engine", "auto", "--spark-master",
+                                        cluster.url, "--engine-threshold", "1", "--json",
+                                        "--metastore", metastore_uri))
+        result["refresh_apps"] = len(cluster.app_dirs() - apps)
+        result["param"] = hms.get_table("sparkeng", "cli").parameters["hsh.index.version"]
+    try:
+        yield result
+    finally:
+        if old_master is not None:
+            os.environ["HSH_SPARK_MASTER"] = old_master
+
+
+def _eventually(check: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+@pytest.mark.spark
+def test_driver_killed_before_commit_keeps_the_previous_index(cli_scenario: dict[str, Any]) -> None:
+    """`hsh index refresh --engine spark` SIGKILLed after its Spark job, before the new version is created: the
+    previous version stays current and the metastore keeps pointing at it; the driver's JVM and the
+    application's executors are gone."""
+    run = cli_scenario
+    before, after = run["before"], run["after_crash"]
+    assert run["crash_returncode"] == -signal.SIGKILL and run["crash_apps"] == 1  # the job ran on the cluster
+    assert before is not None and before.version == 1
+    assert after is not None and after.version == 1 and after.table.equals(before.table, check_metadata=True)
+    assert run["param_after_crash"]["hsh.index.version"] == "1"
+    assert run["jvm_exited"] and run["executors_exited"]
+
+
+@pytest.mark.spark
+def test_cli_engine_auto_reads_on_the_cluster(cli_scenario: dict[str, Any]) -> None:
+    """The next `hsh index refresh --engine auto --spark-master URL --engine-threshold 1` reads the new, changed
+    and corrupt files' footers on the cluster and commits an index equal to a local build of every file; an
+    unreachable master is one error line naming it."""
+    run = cli_scenario
+    dead = fails_clearly(run["unreachable"], "spark://127.0.0.1:1")
     assert "cannot be reached" in dead
-    apps = cluster.app_dirs()
-    out = ok_json(hsh("index", "refresh", "sparkeng.cli", "--engine", "auto", "--spark-master", cluster.url,
-                      "--engine-threshold", "1", "--json", "--metastore", metastore_uri))
+    out = run["refresh"]
     assert out["index_version"] == 2 and out["changed"] == ["dt=1/part-0000.parquet"]
     assert out["added"] == ["dt=2/part-corrupt.parquet", *(f"dt=3/part-new-{j}.parquet" for j in range(3))]
-    assert len(cluster.app_dirs() - apps) == 1  # read on the cluster
+    assert run["refresh_apps"] == 1 and run["param"] == "2"
+    location = run["location"]
     snap = load(location)
     assert snap is not None and snap.version == 2
     assert snap.table.equals(build_index(location, COLUMNS, list_data_files(location, ["dt"])), check_metadata=True)
-    assert hms.get_table("sparkeng", "cli").parameters["hsh.index.version"] == "2"
     errors = [p for p, e in zip(snap.table.column("path").to_pylist(), snap.table.column("stats_error").to_pylist(),
                                 strict=True) if e is not None]
     assert errors == ["dt=2/part-corrupt.parquet"]
-
-
-@pytest.mark.spark
-def test_driver_killed_before_commit_keeps_the_previous_index(cluster: StandaloneCluster, metastore_uri: str,
-                                                              hms: Any, tmp_path: Path) -> None:
-    """`hsh index refresh --engine spark` SIGKILLed after its Spark job, before the new version is created: the
-    previous version stays current, the driver's JVM and the application's executors go away by themselves,
-    and the next refresh commits."""
-    root = tmp_path / "t"
-    make_table(root, per_day=20, corrupt=False)
-    register(metastore_uri, "sparkeng.crash", root)
-    location = hms.get_table("sparkeng", "crash").sd.location
-    before = load(location)
-    assert before is not None and before.version == 1
-    add_files(root)
-    marker = tmp_path / "marker"
-    proc = python_popen(CRASHING_HSH, str(marker), "before_create", "index", "refresh", "sparkeng.crash",
-                        "--engine", "spark", "--spark-master", cluster.url, "--json", "--metastore", metastore_uri)
-    try:
-        wait_until(marker.exists, "the child reaching its commit", timeout=400, interval=0.05, proc=proc)
-        jvms = descendants(proc.pid)
-    finally:
-        kill_pid(proc)
-    assert proc.returncode == -signal.SIGKILL
-    after = load(location)
-    assert after is not None and after.version == 1 and after.table.equals(before.table, check_metadata=True)
-    assert hms.get_table("sparkeng", "crash").parameters["hsh.index.version"] == "1"
-    leftover = [p for p in jvms if alive(p)]
-    try:  # the engine stopped its application after the job; a JVM left would exit when its stdin closes
-        wait_until(lambda: not any(alive(p) for p in leftover), "the driver's JVM exiting", timeout=60)
-        wait_until(lambda: not cluster.executors(0) and not cluster.executors(1), "the executors exiting",
-                   timeout=60)
-    finally:
-        for pid in leftover:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)  # a descendant of the child this test started
-    again = ok_json(hsh("index", "refresh", "sparkeng.crash", "--engine", "local", "--json",
-                        "--metastore", metastore_uri))
-    assert again["index_version"] == 2 and len(again["added"]) == 4
 
 
 def test_help_documents_the_engine_options() -> None:
