@@ -95,8 +95,9 @@ class SparkEngine:
         self.conf = dict(conf or {})
         self.accept_timeout = accept_timeout
         self.poll_interval = poll_interval
-        self.log_path: Path | None = None  # the driver log of the last application started here
+        self.log_path: Path | None = None  # the driver log of the application started here (kept if a job failed)
         self._keep = False
+        self._failed = False
         self._owned: _OwnedContext | None = None
 
     def __enter__(self) -> SparkEngine:
@@ -108,10 +109,14 @@ class SparkEngine:
         self.close()
 
     def close(self) -> None:
-        """Stop the application (and its JVM) this engine started, if any."""
+        """Stop the application (and its JVM) this engine started, if any; its driver log is removed unless a
+        job failed (the error names the log)."""
         owned, self._owned = self._owned, None
         if owned is not None:
-            owned.stop()
+            owned.stop(keep_log=self._failed)
+            if not self._failed:
+                self.log_path = None
+        self._failed = False
 
     def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
         total = len(files)
@@ -125,6 +130,9 @@ class SparkEngine:
             slices = [list(files[s:s + size]) for s in range(0, total, size)]
             log.info("reading %d footers on Spark (%s) in %d tasks", total, sc.master, len(slices))
             blobs = self._run(sc, job, slices, progress, total)
+        except BaseException:
+            self._failed = True
+            raise
         finally:
             if not self._keep:
                 self.close()
@@ -181,11 +189,11 @@ class SparkEngine:
     # -- the application
     def _context(self) -> SparkContext:
         if self.spark is not None:
-            sc = getattr(self.spark, "sparkContext", None)
-            if sc is None:
-                raise ConfigurationError("the Spark engine needs a classic SparkSession (Spark Connect sessions "
-                                         "have no SparkContext to run tasks with)")
-            return sc
+            try:
+                return self.spark.sparkContext
+            except Exception as e:  # noqa: BLE001 - Spark Connect raises its own "not implemented" error
+                raise ConfigurationError("the Spark engine needs a classic SparkSession (a Spark Connect session "
+                                         "has no SparkContext to run tasks with)") from e
         if self._owned is None:
             self._owned = _OwnedContext.start(self.master, self.conf)
             self.log_path = self._owned.log_path
@@ -329,7 +337,7 @@ class _OwnedContext:
         sc.setLogLevel("WARN")
         return cls(sc, gateway, log_file, log_path)
 
-    def stop(self) -> None:
+    def stop(self, keep_log: bool = False) -> None:
         try:
             self.sc.stop()
         except Exception as e:  # noqa: BLE001 - the JVM is stopped below anyway
@@ -338,6 +346,8 @@ class _OwnedContext:
             if self.gateway is not None:
                 _stop_gateway(self.gateway)
             self.log_file.close()
+            if not keep_log:
+                self.log_path.unlink(missing_ok=True)
 
 
 def _stop_gateway(gateway: Any) -> None:
