@@ -125,22 +125,23 @@ def _register(args: argparse.Namespace) -> int:
 
     name = parse_table_name(args.table)
     quiet = args.json
+    engine = footer_engine(args)
     with MetastoreClient(metastore_uri(args)) as client:
-        plan = plan_registration(
-            client, name, args.path, location=args.location, owner=args.owner,
-            table_properties={**_properties(args.table_property),
-                              **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
-                              **_membership_properties(args)},
-            progress=None if quiet else say,
-        )
+        with footer_progress(enabled=not quiet) as footers:
+            plan = plan_registration(
+                client, name, args.path, location=args.location, owner=args.owner,
+                table_properties={**_properties(args.table_property),
+                                  **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
+                                  **_membership_properties(args)},
+                progress=None if quiet else say, footers=footers, max_workers=args.workers,
+            )
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
         else:
             with footer_progress(enabled=not quiet) as footers, \
                     progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
                 result = {"dry_run": False, **apply_registration(
-                    client, plan, batch_size=args.batch_size, on_batch=update, progress=footers,
-                    engine=footer_engine(args),
+                    client, plan, batch_size=args.batch_size, on_batch=update, progress=footers, engine=engine,
                 )}
     if args.json:
         print_json(result)
@@ -159,15 +160,18 @@ def _sync(args: argparse.Namespace) -> int:
 
     name = parse_table_name(args.table)
     quiet = args.json
+    engine = footer_engine(args)
     with MetastoreClient(metastore_uri(args)) as client:
-        plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else say)
+        with footer_progress(enabled=not quiet) as footers:
+            plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else say,
+                             footers=footers, max_workers=args.workers)
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
         else:
             with footer_progress(enabled=not quiet) as footers, \
                     progress_bar("adding partitions", len(plan.partitions_to_add), enabled=not quiet) as update:
                 result = apply_sync(client, plan, batch_size=args.batch_size, on_batch=update, progress=footers,
-                                    engine=footer_engine(args))
+                                    engine=engine)
     if args.json:
         print_json(result)
         return 0
