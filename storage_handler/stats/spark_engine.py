@@ -29,44 +29,44 @@ import functools
 import logging
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from storage_handler.errors import ConfigurationError, StorageHandlerError
+from storage_handler.errors import ConfigurationError
 from storage_handler.stats.engine import CHUNK_FILES, FooterEngine, FooterJob, LocalEngine, ProgressCallback
+from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import stats_table
 from storage_handler.stats.listing import DataFile
+from storage_handler.stats.spark_app import (  # noqa: F401 - re-exported: the engine's errors and checks
+    ENV_MASTER,
+    OwnedContext,
+    SparkEngineError,
+    SparkMasterUnreachableError,
+    _cause,
+    check_master,
+    is_loopback_master,
+)
 from storage_handler.storage import LOCAL, local_path, parse_location
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from storage_handler.stats.scan import FooterScan
+
 log = logging.getLogger(__name__)
 
-ENV_MASTER = "HSH_SPARK_MASTER"
 ENV_THRESHOLD = "HSH_SPARK_THRESHOLD"
 DEFAULT_MASTER = "local[*]"
 AUTO_THRESHOLD = 200_000  # files to read; see the README's "Big tables" for why
 SLICE_FILES = 2048  # files per task at most: ~0.4 s of tiny local footers, a cheap retry when an executor is lost
 ACCEPT_TIMEOUT = 300.0  # seconds a job may wait for its first running task before it is called stuck
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class SparkEngineError(StorageHandlerError, RuntimeError):
-    """The Spark job that reads footers could not start or failed; nothing was committed."""
-
-
-class SparkMasterUnreachableError(SparkEngineError, ConnectionError):
-    """Nothing answers at the Spark master's address."""
 
 
 class SparkEngine:
@@ -98,7 +98,7 @@ class SparkEngine:
         self.log_path: Path | None = None  # the driver log of the application started here (kept if a job failed)
         self._keep = False
         self._failed = False
-        self._owned: _OwnedContext | None = None
+        self._owned: OwnedContext | None = None
 
     def __enter__(self) -> SparkEngine:
         self._keep = True
@@ -124,12 +124,10 @@ class SparkEngine:
             return stats_table(job.columns, [], job.options)
         sc = self._context()
         try:
-            count = self.slices or max(2 * sc.defaultParallelism, -(-total // SLICE_FILES))
-            count = min(count, total)
-            size = -(-total // count)
-            slices = [list(files[s:s + size]) for s in range(0, total, size)]
+            slices = self._slices(sc, files)
             log.info("reading %d footers on Spark (%s) in %d tasks", total, sc.master, len(slices))
-            blobs = self._run(sc, job, slices, progress, total)
+            blobs = self._run(sc, functools.partial(_read_slice, job, self.max_workers), slices, progress, total,
+                              f"read {total} Parquet footers of {job.table_location}")
         except BaseException:
             self._failed = True
             raise
@@ -141,9 +139,46 @@ class SparkEngine:
             progress(total, total)
         return pa.concat_tables(parts)
 
+    def scan(self, root: str, files: Sequence[DataFile], options: StatsOptions, *,
+             conf: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> FooterScan:
+        """Registration's one pass (schemas and index rows) as a Spark job: each task scans its slice with
+        :func:`~storage_handler.stats.scan.scan_footers` (threads) and returns what it found; the driver merges
+        the parts, which, like chunks, give the same result in any order."""
+        from storage_handler.stats.scan import FooterScan
+
+        total = len(files)
+        scan = FooterScan()
+        if total == 0:
+            return scan
+        sc = self._context()
+        try:
+            slices = self._slices(sc, files)
+            log.info("scanning %d footers on Spark (%s) in %d tasks", total, sc.master, len(slices))
+            task = functools.partial(_scan_slice, root, tuple(sorted((conf or {}).items())), options,
+                                     self.max_workers, len(slices[0]))
+            parts = self._run(sc, task, slices, progress, total, f"scan {total} Parquet footers of {root}")
+        except BaseException:
+            self._failed = True
+            raise
+        finally:
+            if not self._keep:
+                self.close()
+        for _, part in sorted(parts, key=lambda p: p[0]):
+            scan.absorb(part)
+        if progress is not None:
+            progress(total, total)
+        return scan
+
+    def _slices(self, sc: SparkContext, files: Sequence[DataFile]) -> list[list[DataFile]]:
+        total = len(files)
+        count = min(self.slices or max(2 * sc.defaultParallelism, -(-total // SLICE_FILES)), total)
+        size = -(-total // count)
+        return [list(files[s:s + size]) for s in range(0, total, size)]
+
     # -- the job
-    def _run(self, sc: SparkContext, job: FooterJob, slices: list[list[DataFile]],
-             progress: ProgressCallback | None, total: int) -> list[tuple[int, bytes]]:
+    def _run(self, sc: SparkContext, task: Callable[[tuple[int, list[DataFile]]], tuple[int, Any]],
+             slices: list[list[DataFile]], progress: ProgressCallback | None, total: int,
+             what: str) -> list[tuple[int, Any]]:
         """Run the job in a thread (``collect`` blocks) while this one reports progress from Spark's status
         tracker: slices completed times slice size, polled every ``poll_interval`` (no listener to install)."""
         group = f"hsh-footers-{uuid.uuid4().hex[:12]}"
@@ -151,9 +186,9 @@ class SparkEngine:
 
         def run() -> None:
             try:
-                sc.setJobGroup(group, f"hsh: read {total} Parquet footers of {job.table_location}", True)
+                sc.setJobGroup(group, f"hsh: {what}", True)
                 rdd = sc.parallelize(list(enumerate(slices)), len(slices))
-                outcome["blobs"] = rdd.map(functools.partial(_read_slice, job, self.max_workers)).collect()
+                outcome["blobs"] = rdd.map(task).collect()
             except BaseException as exc:  # noqa: BLE001 - re-raised by the calling thread
                 outcome["error"] = exc
 
@@ -181,7 +216,7 @@ class SparkEngine:
                 )
         if "error" in outcome:
             raise SparkEngineError(
-                f"the Spark job reading the footers of {job.table_location} on {sc.master} failed: "
+                f"the Spark job to {what} on {sc.master} failed: "
                 f"{_cause(outcome['error'])}{self._log_hint()}"
             ) from outcome["error"]
         return list(outcome["blobs"])
@@ -195,7 +230,7 @@ class SparkEngine:
                 raise ConfigurationError("the Spark engine needs a classic SparkSession (a Spark Connect session "
                                          "has no SparkContext to run tasks with)") from e
         if self._owned is None:
-            self._owned = _OwnedContext.start(self.master, self.conf)
+            self._owned = OwnedContext.start(self.master, self.conf)
             self.log_path = self._owned.log_path
         return self._owned.sc
 
@@ -206,18 +241,34 @@ class SparkEngine:
 def _read_slice(job: FooterJob, max_workers: int | None, item: tuple[int, list[DataFile]]) -> tuple[int, bytes]:
     """One task: a slice's index rows as an Arrow IPC stream (runs on an executor)."""
     index, files = item
-    location = parse_location(job.table_location)
-    if location.kind == LOCAL and not os.path.isdir(local_path(location.uri)):
-        raise SparkEngineError(
-            f"table folder {job.table_location} is not visible on executor host {socket.gethostname()}: a table on "
-            "a local disk can be indexed on Spark only where every node sees it at the same path (a shared file "
-            "system); use --engine local"
-        )
+    _check_visible(job.table_location)
     table = LocalEngine(max_workers, CHUNK_FILES).read(job, files)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return index, sink.getvalue().to_pybytes()
+
+
+def _scan_slice(root: str, conf: tuple[tuple[str, str], ...], options: StatsOptions, max_workers: int | None,
+                slice_size: int, item: tuple[int, list[DataFile]]) -> tuple[int, FooterScan]:
+    """One task of a registration scan: what the slice's footers hold (runs on an executor; threads, never
+    processes, inside a task: the cluster already gives each task its core)."""
+    from storage_handler.stats.scan import scan_footers
+
+    index, files = item
+    _check_visible(root)
+    return index, scan_footers(root, files, options, conf=dict(conf), max_workers=max_workers, processes=False,
+                               offset=index * slice_size)
+
+
+def _check_visible(table_location: str) -> None:
+    location = parse_location(table_location)
+    if location.kind == LOCAL and not os.path.isdir(local_path(location.uri)):
+        raise SparkEngineError(
+            f"table folder {table_location} is not visible on executor host {socket.gethostname()}: a table on "
+            "a local disk can be indexed on Spark only where every node sees it at the same path (a shared file "
+            "system); use --engine local"
+        )
 
 
 def _task_counts(tracker: Any, group: str) -> tuple[int, int]:
@@ -231,143 +282,6 @@ def _task_counts(tracker: Any, group: str) -> tuple[int, int]:
                 completed += stage.numCompletedTasks
                 active += stage.numActiveTasks
     return completed, active
-
-
-def _cause(exc: BaseException) -> str:
-    """The line of a failed job's error that says why: this project's error a task raised (its message), else
-    the first line naming an exception, else the first line."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    for line in lines:
-        name, sep, message = line.partition(": ")
-        if sep and name.startswith("storage_handler.") and name.endswith("Error"):
-            return message[:500]
-    for line in lines:
-        if "Job aborted" in line or "Exception" in line:
-            return line[:500]
-    return (lines or [type(exc).__name__])[0][:500]
-
-
-def is_loopback_master(master: str) -> bool:
-    """``local[...]`` or a ``spark://`` master on this machine: the driver can then bind to loopback only."""
-    if master.startswith("local"):
-        return True
-    return master.startswith("spark://") and all(h in _LOOPBACK_HOSTS for h, _ in _master_addresses(master))
-
-
-def _master_addresses(master: str) -> list[tuple[str, int]]:
-    """``spark://h1:p1,h2:p2`` (standby masters) as (host, port) pairs."""
-    result = []
-    for part in master[len("spark://"):].split(","):
-        host, _, port = part.strip().rpartition(":")
-        try:
-            result.append((host.strip("[]") or part, int(port or 7077)))
-        except ValueError as e:
-            raise ConfigurationError(f"Spark master {master!r}: {part!r} is not host:port") from e
-    return result
-
-
-def check_master(master: str, timeout: float = 5.0) -> None:
-    """Fail in one line when no address of a ``spark://`` master answers (Spark itself would retry for a minute
-    and then hang or stop with a stack trace); other masters (local, yarn, k8s) are left to Spark."""
-    if not master.startswith("spark://"):
-        return
-    errors = []
-    for host, port in _master_addresses(master):
-        try:
-            with socket.create_connection((host, port), timeout=timeout):
-                return
-        except OSError as e:
-            errors.append(f"{host}:{port}: {e.strerror or e}")
-    raise SparkMasterUnreachableError(
-        f"Spark master {master} cannot be reached ({'; '.join(errors)}); start it, or give the right URL with "
-        f"--spark-master / ${ENV_MASTER}"
-    )
-
-
-class _OwnedContext:
-    """A SparkContext this engine started: its own JVM (log to a file), stopped by its PID."""
-
-    def __init__(self, sc: SparkContext, gateway: Any, log_file: IO[bytes], log_path: Path) -> None:
-        self.sc = sc
-        self.gateway = gateway
-        self.log_file = log_file
-        self.log_path = log_path
-
-    @classmethod
-    def start(cls, master: str, extra: Mapping[str, str]) -> _OwnedContext:
-        from pyspark import SparkConf, SparkContext
-        from pyspark.java_gateway import launch_gateway
-
-        from metastore.local import find_java, state_home
-
-        check_master(master)
-        if SparkContext._active_spark_context is not None:
-            active = SparkContext._active_spark_context
-            raise ConfigurationError(
-                f"a SparkContext (master {active.master}) is already running in this process; pass its session "
-                "to SparkEngine(spark=...) or stop it first"
-            )
-        find_java()
-        loopback = is_loopback_master(master)
-        # executors run this interpreter unless told otherwise; a loopback master keeps every socket on 127.0.0.1
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        if loopback:
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        settings = {"spark.master": master, "spark.app.name": "hsh-index", "spark.ui.enabled": "false",
-                    "spark.ui.showConsoleProgress": "false"}
-        if loopback:
-            settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-        settings.update(extra)
-        conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-        folder = state_home() / "spark-engine"
-        folder.mkdir(parents=True, exist_ok=True)
-        log_path = folder / f"driver-{os.getpid()}-{uuid.uuid4().hex[:6]}.log"
-        log_file = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
-        gateway = None
-        try:
-            if SparkContext._gateway is None:  # else a JVM of an earlier session of this process: reuse it
-                gateway = launch_gateway(conf, popen_kwargs={"stdout": log_file, "stderr": subprocess.STDOUT})
-            sc = SparkContext(conf=conf, gateway=gateway)
-        except Exception as e:
-            if gateway is not None:
-                _stop_gateway(gateway)
-            log_file.close()
-            raise SparkEngineError(f"cannot start a Spark application on {master} ({_cause(e)}); "
-                                   f"driver log: {log_path}") from e
-        sc.setLogLevel("WARN")
-        return cls(sc, gateway, log_file, log_path)
-
-    def stop(self, keep_log: bool = False) -> None:
-        try:
-            self.sc.stop()
-        except Exception as e:  # noqa: BLE001 - the JVM is stopped below anyway
-            log.warning("stopping the Spark application: %s", e)
-        finally:
-            if self.gateway is not None:
-                _stop_gateway(self.gateway)
-            self.log_file.close()
-            if not keep_log:
-                self.log_path.unlink(missing_ok=True)
-
-
-def _stop_gateway(gateway: Any) -> None:
-    """Shut the py4j gateway down and stop the JVM it launched (its Popen, by PID); a later engine starts anew."""
-    from pyspark import SparkContext
-
-    proc = getattr(gateway, "proc", None)
-    try:
-        gateway.shutdown()
-    finally:
-        if SparkContext._gateway is gateway:
-            SparkContext._gateway = None
-            SparkContext._jvm = None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
 
 
 class AutoEngine:
@@ -385,9 +299,16 @@ class AutoEngine:
         self.last_used: str | None = None
 
     def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
-        engine = self.spark if self.spark is not None and len(files) >= self.threshold else self.local
+        return self._pick(len(files)).read(job, files, progress)
+
+    def scan(self, root: str, files: Sequence[DataFile], options: StatsOptions, *,
+             conf: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> FooterScan:
+        return self._pick(len(files)).scan(root, files, options, conf=conf, progress=progress)
+
+    def _pick(self, files: int) -> FooterEngine:
+        engine = self.spark if self.spark is not None and files >= self.threshold else self.local
         self.last_used = engine.name
-        return engine.read(job, files, progress)
+        return engine
 
 
 def choose_engine(kind: str, *, master: str | None = None, threshold: int | None = None,

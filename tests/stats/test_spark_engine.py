@@ -180,6 +180,11 @@ with open(job_file, "rb") as fh:
 # a fresh Python per task makes every task take a while: the test can lose an executor mid-job
 with SparkEngine(master=master, slices=int(slices), conf={"spark.python.worker.reuse": "false"}) as engine:
     table = engine.read(job, files, lambda done, total: print("progress", done, total, flush=True))
+    # registration's one pass (schemas + rows) in the same application, over the files under the table folder
+    under = [f for f in files if not f.path.startswith("/")]
+    scan = engine.scan(job.table_location, under, job.options)
+    with open(out + ".scan", "wb") as fh:
+        pickle.dump((scan.schemas, scan.index_for(job.columns, job.options), len(scan.unreadable)), fh)
     with open(out + ".log", "w") as fh:  # the driver log goes when the application stops
         fh.write(engine.log_path.read_text(errors="replace"))
 import pyarrow as pa
@@ -242,6 +247,21 @@ def test_same_index_byte_for_byte_as_the_local_engine(lost_executor_run: dict[st
     commit(str(run["tmp"] / "copy_local"), local, None)
     commit(str(run["tmp"] / "copy_spark"), spark, None)
     assert snapshot_bytes(run["tmp"] / "copy_spark") == snapshot_bytes(run["tmp"] / "copy_local")
+
+
+@pytest.mark.spark
+def test_registration_scan_on_spark_equals_the_local_scan(lost_executor_run: dict[str, Any]) -> None:
+    """``engine.scan`` (what ``hsh register --engine spark`` runs): same schemas, first files included, and the
+    same index rows as the local one-pass scan, the corrupt footer reported unreadable."""
+    run = lost_executor_run
+    with open(run["tmp"] / "spark.arrow.scan", "rb") as fh:
+        schemas, rows, unreadable = pickle.load(fh)
+    under = [f for f in run["files"] if not f.path.startswith("/")]
+    local = LocalEngine().scan(run["job"].table_location, under, run["job"].options)
+    assert [(s.to_string(), f) for s, f in schemas] == [(s.to_string(), f) for s, f in local.schemas]
+    assert rows.equals(local.index_for(run["job"].columns, run["job"].options), check_metadata=True)
+    assert unreadable == len(local.unreadable) == 1
+    assert rows.num_rows == len(under)
 
 
 @pytest.mark.spark
