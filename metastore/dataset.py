@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from storage_handler.errors import DatasetError, SchemaError
-from storage_handler.stats.engine import ProgressCallback, build_index
+from storage_handler.stats.engine import FooterEngine, LocalEngine, ProgressCallback, build_index
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.listing import DataFile, absolute_path, list_data_files, partition_path
-from storage_handler.stats.scan import FooterScan, scan_footers
+from storage_handler.stats.scan import FooterScan
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
@@ -142,13 +142,14 @@ def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
 
 def discover(path: str, *, location: str | None = None, progress: Callable[[str], None] | None = None,
              conf: Mapping[str, str] | None = None, options: StatsOptions | None = None,
-             footers: ProgressCallback | None = None, max_workers: int | None = None) -> Dataset:
+             footers: ProgressCallback | None = None, engine: FooterEngine | None = None) -> Dataset:
     """Scan ``path`` (a local folder or a URI such as ``s3a://bucket/folder``) and describe it as a Hive table
     would see it. ``conf`` carries ``fs.s3a.*`` settings for object stores.
 
     Every footer is read once (:mod:`storage_handler.stats.scan`): for the schema, and for the index rows under
     ``options`` (the table's statistics options), which :attr:`Dataset.seed` hands to the index build so it reads
-    no footer again. ``footers(done, total)`` reports the pass.
+    no footer again. ``footers(done, total)`` reports the pass; ``engine`` runs it (default: this machine's
+    pool; a Spark engine scans on a cluster).
     """
     say = progress or (lambda _m: None)
     parsed = parse_location(path)
@@ -166,7 +167,7 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
             )
     say(f"found {len(files)} files under {root}; reading their Parquet footers")
     stats_options = options or StatsOptions()
-    scan = scan_footers(root, files, stats_options, conf=conf, max_workers=max_workers, progress=footers)
+    scan = (engine or LocalEngine()).scan(root, files, stats_options, conf=conf, progress=footers)
     if scan.unreadable:
         f, why = scan.unreadable[0]
         raise DatasetError(

@@ -79,13 +79,13 @@ def plan_registration(
     table_properties: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
     footers: ProgressCallback | None = None,
-    max_workers: int | None = None,
+    engine: FooterEngine | None = None,
 ) -> RegistrationPlan:
     properties = dict(table_properties or {})
     check_no_secrets(properties, "--table-property")
     options = StatsOptions.for_table(properties)  # as the index will be built: discovery reads it on the way
     dataset = discover(path, location=location, progress=progress, conf=properties, options=options,
-                       footers=footers, max_workers=max_workers)
+                       footers=footers, engine=engine)
     create_database = not client.database_exists(name.database)
     existing_parts: set[str] = set()
     create_table = True

@@ -69,12 +69,12 @@ class SyncPlan:
 def plan_sync(
     client: MetastoreClient, name: TableName, *, drop_missing: bool = False,
     progress: Callable[[str], None] | None = None, footers: ProgressCallback | None = None,
-    max_workers: int | None = None,
+    engine: FooterEngine | None = None,
 ) -> SyncPlan:
     table = client.get_table(name.database, name.table)
     conf = s3a_settings(table.parameters)
     dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf,
-                       options=StatsOptions.for_table(table.parameters), footers=footers, max_workers=max_workers)
+                       options=StatsOptions.for_table(table.parameters), footers=footers, engine=engine)
     new_columns = _schema_changes(name, table, dataset)
     registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
     have = {_name(table, p) for p in registered}

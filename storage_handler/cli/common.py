@@ -31,15 +31,27 @@ def metastore_uri(args: argparse.Namespace) -> str:
 def add_footer_options(p: argparse.ArgumentParser) -> None:
     """How the footers of new or changed files are read (``register``, ``sync``, ``index refresh``)."""
     p.add_argument("--workers", type=int, metavar="N",
-                   help="footers read at once (default: 2 per core on a local disk, 32 on an object store)")
+                   help="footers read at once (default: 2 per core on a local disk, 32 on an object store; "
+                        "per Spark task with --engine spark)")
+    p.add_argument("--engine", choices=("local", "spark", "auto"), default="auto",
+                   help="where footers are read: in this process (local), as a Spark job (spark), or auto "
+                        "(default): on Spark only when a master is given and at least --engine-threshold files "
+                        "need reading, else locally")
+    p.add_argument("--spark-master", metavar="URL",
+                   help="Spark master of the footer job, e.g. spark://host:7077 (default: $HSH_SPARK_MASTER; "
+                        "--engine spark without one runs local[*])")
+    p.add_argument("--engine-threshold", type=int, metavar="N",
+                   help="with --engine auto: files to read from which Spark is used (default: "
+                        "$HSH_SPARK_THRESHOLD, else 200000)")
 
 
 def footer_engine(args: argparse.Namespace) -> FooterEngine:
-    """The engine the options ask for."""
+    """The engine the options ask for (see :func:`storage_handler.stats.spark_engine.choose_engine`)."""
     from storage_handler.errors import ConfigurationError
-    from storage_handler.stats import LocalEngine
+    from storage_handler.stats.spark_engine import choose_engine
 
     workers = getattr(args, "workers", None)
     if workers is not None and workers < 1:
         raise ConfigurationError(f"--workers {workers}: give at least 1")
-    return LocalEngine(max_workers=workers)
+    return choose_engine(getattr(args, "engine", "auto"), master=getattr(args, "spark_master", None),
+                         threshold=getattr(args, "engine_threshold", None), max_workers=workers)

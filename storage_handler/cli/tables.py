@@ -133,7 +133,7 @@ def _register(args: argparse.Namespace) -> int:
                 table_properties={**_properties(args.table_property),
                                   **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
                                   **_membership_properties(args)},
-                progress=None if quiet else say, footers=footers, max_workers=args.workers,
+                progress=None if quiet else say, footers=footers, engine=engine,
             )
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
@@ -164,7 +164,7 @@ def _sync(args: argparse.Namespace) -> int:
     with MetastoreClient(metastore_uri(args)) as client:
         with footer_progress(enabled=not quiet) as footers:
             plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else say,
-                             footers=footers, max_workers=args.workers)
+                             footers=footers, engine=engine)
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
         else:

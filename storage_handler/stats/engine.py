@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
@@ -30,6 +30,9 @@ from storage_handler.stats.index import check_files, indexed_columns, stats_tabl
 from storage_handler.stats.listing import DataFile
 from storage_handler.storage import LOCAL, FileEntry, Storage, parse_location, storage_for
 from storage_handler.types import HiveType
+
+if TYPE_CHECKING:
+    from storage_handler.stats.scan import FooterScan
 
 ProgressCallback = Callable[[int, int], None]  # (files done, files total)
 CHUNK_FILES = 256
@@ -49,11 +52,17 @@ class FooterJob:
 
 
 class FooterEngine(Protocol):
-    """Reads the footers of ``files`` (sorted by path) into index rows in the same order, of the index schema."""
+    """Reads footers: :meth:`read` turns ``files`` (sorted by path) into index rows in the same order, of the index
+    schema, for a table whose columns are known; :meth:`scan` reads a dataset being registered, whose columns are
+    not known yet, for its schemas and its index rows in one pass (:mod:`storage_handler.stats.scan`)."""
 
     name: str
 
     def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
+        ...
+
+    def scan(self, root: str, files: Sequence[DataFile], options: StatsOptions, *,
+             conf: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> FooterScan:
         ...
 
 
@@ -127,6 +136,12 @@ class LocalEngine:
                     if nxt is not None:
                         pending[pool.submit(read_chunk, job, files[nxt[1][0]:nxt[1][1]])] = nxt[0]
         return pa.concat_tables([p for p in parts if p is not None])
+
+    def scan(self, root: str, files: Sequence[DataFile], options: StatsOptions, *,
+             conf: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> FooterScan:
+        from storage_handler.stats.scan import scan_footers
+
+        return scan_footers(root, files, options, conf=conf, max_workers=self.max_workers, progress=progress)
 
 
 def build_index(

@@ -99,24 +99,38 @@ class FooterScan:
             return target.empty_table()
         return pa.concat_tables(parts).sort_by("path")
 
+    def absorb(self, other: FooterScan) -> None:
+        """Add another part's findings (a Spark task's slice); like chunks, parts may come in any order."""
+        for group in other.groups:
+            self._add_group(group)
+        self.rows.extend(other.rows)
+        self.deferred.extend(other.deferred)
+        self.unreadable.extend(other.unreadable)
+
     def _merge(self, result: _ChunkResult) -> None:
         for group, rows, deferred in result.groups:
-            known = next((g for g in self.groups if g.arrow.equals(group.arrow)), None)
-            if known is None:
-                self.groups.append(group)
-            elif group.first < known.first:
-                known.first, known.first_file = group.first, group.first_file
+            self._add_group(group)
             if rows is not None:
                 self.rows.append(rows)
             self.deferred.extend(deferred)
         self.unreadable.extend(result.unreadable)
 
+    def _add_group(self, group: _Group) -> None:
+        known = next((g for g in self.groups if g.arrow.equals(group.arrow)), None)
+        if known is None:
+            self.groups.append(group)
+        elif group.first < known.first:
+            known.first, known.first_file = group.first, group.first_file
+
 
 def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
                  conf: Mapping[str, str] | None = None, max_workers: int | None = None,
-                 progress: ProgressCallback | None = None, processes: bool | None = None) -> FooterScan:
+                 progress: ProgressCallback | None = None, processes: bool | None = None,
+                 offset: int = 0) -> FooterScan:
     """Read every file's footer once: schemas and statistics (see the module docstring). ``processes``: None
-    chooses (local disk and at least :data:`PROCESS_MIN_FILES` files on a machine of several cores)."""
+    chooses (local disk and at least :data:`PROCESS_MIN_FILES` files on a machine of several cores). ``offset``:
+    the position of ``files[0]`` in the whole dataset, when this is one slice of it (a Spark task's), so the
+    first file of each schema is the same whichever slices ran where."""
     location = parse_location(root)
     storage_for(location.uri, conf)  # an unreachable scheme fails here, once
     total = len(files)
@@ -135,7 +149,7 @@ def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
         pending: set[Future[_ChunkResult]] = set()
         starts = iter(range(0, total, size))
         for start in starts:
-            pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, start,
+            pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, offset + start,
                                     tuple(files[start:start + size])))
             if len(pending) >= 2 * workers:  # bounded: at most two chunks per worker in flight
                 break
@@ -149,7 +163,7 @@ def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
                     progress(done, total)
                 nxt = next(starts, None)
                 if nxt is not None:
-                    pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, nxt,
+                    pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, offset + nxt,
                                             tuple(files[nxt:nxt + size])))
     return scan
 

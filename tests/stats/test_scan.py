@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from metastore.dataset import discover
-from storage_handler.stats import StatsOptions, build_index, list_data_files
+from storage_handler.stats import LocalEngine, StatsOptions, build_index, list_data_files
 from storage_handler.stats import scan as scan_module
 from storage_handler.stats.scan import scan_footers
 from storage_handler.types import parse_hive_type
@@ -37,7 +37,7 @@ def test_one_pass_equals_reading_the_index_afterwards(tmp_path: Path, monkeypatc
     monkeypatch.setattr(scan_module, "CHUNK_FILES", 2)  # many chunks, finishing in any order
     mixed_dataset(tmp_path)
     options = StatsOptions(scan_float_columns=scan_floats)
-    dataset = discover(str(tmp_path), options=options, max_workers=4)
+    dataset = discover(str(tmp_path), options=options, engine=LocalEngine(max_workers=4))
     assert [n for n, _ in dataset.columns] == ["id", "name", "ts", "nested", "extra"]  # first-seen file order
     afterwards = build_index(str(tmp_path), dataset.columns, list_data_files(str(tmp_path), ["dt"]),
                              options=options)
