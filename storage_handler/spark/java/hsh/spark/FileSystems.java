@@ -19,14 +19,26 @@ final class FileSystems {
 
   static void check(SparkSession session, String table, String location) {
     String scheme = new Path(location).toUri().getScheme();
-    if (scheme == null) return;
-    Configuration conf = session.sessionState().newHadoopConf();
+    if (scheme == null || "file".equalsIgnoreCase(scheme)) return; // Hadoop's local file system is always there
+    // The context's configuration first: it is shared, while newHadoopConf() copies every setting of the session
+    // (~1 ms, and this runs for every query). Only a scheme it cannot serve is looked up again with the
+    // session's own spark.hadoop.* settings, which may add the class.
+    if (readable(scheme, session.sparkContext().hadoopConfiguration())) return;
     try {
-      FileSystem.getFileSystemClass(scheme, conf);
+      FileSystem.getFileSystemClass(scheme, session.sessionState().newHadoopConf());
     } catch (IOException | RuntimeException e) { // no class for the scheme, or a class that is not there
       throw new IllegalStateException("hsh: table " + table + " is on " + scheme + "://, but this Spark has no "
           + "file system for " + scheme + ": " + fix(scheme) + " (or read it with spark.read.format(\"hsh\"), "
           + "which reads through pyarrow)");
+    }
+  }
+
+  private static boolean readable(String scheme, Configuration conf) {
+    try {
+      FileSystem.getFileSystemClass(scheme, conf);
+      return true;
+    } catch (IOException | RuntimeException e) {
+      return false;
     }
   }
 
