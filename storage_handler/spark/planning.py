@@ -56,11 +56,18 @@ def list_files(configured: Configured, *, path: str, record: bool = True) -> Lis
 
 
 def file_rows(location: str, files: Sequence[FileStatus]) -> list[list[Any]]:
-    """Kept files as the contract's positional ``file_row`` (the JVM side reads them by these positions)."""
-    from storage_handler.catalog import absolute_path
-    from storage_handler.contract import FILE_ROW
-    from storage_handler.storage import file_uri
+    """Kept files as the contract's positional ``file_row`` (the JVM side reads them by these positions).
 
-    rows = ({"uri": file_uri(absolute_path(location, f.path)), "bytes": f.length, "mtime_ms": f.modification_time,
-             "partition_values": dict(f.partition_values)} for f in files)
+    A file under the table folder is the table's URI plus its relative path (no location parsed per file: at a
+    thousand kept files that was most of the answer's cost); a file of a partition registered elsewhere already
+    has its own absolute location.
+    """
+    from storage_handler.contract import FILE_ROW
+    from storage_handler.storage import file_uri, parse_location
+
+    root = file_uri(parse_location(location).uri)
+    base = root if root.endswith("/") else root + "/"
+    rows = ({"uri": file_uri(f.path) if f.path.startswith("/") or "://" in f.path else base + f.path,
+             "bytes": f.length, "mtime_ms": f.modification_time, "partition_values": dict(f.partition_values)}
+            for f in files)
     return [[row[name] for name in FILE_ROW] for row in rows]
