@@ -93,12 +93,26 @@ class ScanMetrics:
         return asdict(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ListStatusResult:
-    files: tuple[FileStatus, ...]
+    """The kept files (as columns, and as :class:`FileStatus` objects on first use), what pruning did, and for
+    ``explain`` the evaluator and the listing joined with its statistics.
+
+    Not slotted: ``files`` is made on first access only, because a caller that hands the kept files on as
+    columns (the prune service's answer) would otherwise pay a Python object per kept file for nothing.
+    """
+
+    kept: ScanFiles
     metrics: ScanMetrics
     evaluator: PredicateEvaluator | None = field(default=None, compare=False)
     scan: pa.Table | None = field(default=None, compare=False)  # listing joined with stats (for explain)
+
+    @functools.cached_property
+    def files(self) -> tuple[FileStatus, ...]:
+        columns = [self.kept.batch.column(n).to_pylist() for n in ("path", "size", "modification_time")]
+        partitions = self.kept.partitions
+        return tuple(FileStatus(path, size, mtime, partitions[part]) for path, size, mtime, part in zip(
+            *columns, self.kept.partition_of.to_pylist(), strict=True))
 
 
 def is_trivial(sarg: SearchArgument) -> bool:
@@ -192,14 +206,14 @@ class ParquetInputFormat:
             else:  # no leaf on a data column: statistics cannot change the answer, so the index is not read
                 selection, unknown = after_parts, 0
             t4 = time.perf_counter()
-        kept = _kept_statuses(listed, selection)
+        kept = listed.filter(selection)
         metrics = ScanMetrics(
             table=conf.table, sarg=sarg.to_old_string(),
             partitions_total=partitions_total, partitions_kept=partitions_kept,
             files_total=scan.num_rows, bytes_total=_sum(sizes),
             files_after_partitions=pc.sum(after_parts).as_py() or 0,
             bytes_after_partitions=_sum(pc.filter(sizes, after_parts)),
-            files_kept=len(kept), bytes_kept=_sum(pc.filter(sizes, selection)),
+            files_kept=kept.num_rows, bytes_kept=_sum(pc.filter(sizes, selection)),
             files_without_stats=unknown, index_version=index_version,
             seconds_metastore=t1 - t0, seconds_listing=t2 - t1, seconds_partitions=t3 - t2, seconds_stats=t4 - t3,
         )
@@ -254,15 +268,6 @@ def _reads(evaluator: PredicateEvaluator, source: type) -> bool:
 
 def _reads_statistics(evaluator: PredicateEvaluator) -> bool:
     return _reads(evaluator, StatsColumn)
-
-
-def _kept_statuses(listed: ScanFiles, selection: pa.Array | pa.ChunkedArray) -> tuple[FileStatus, ...]:
-    """The kept rows as FileStatus objects: Python objects only for the files kept, not for every file listed."""
-    rows = pc.indices_nonzero(selection)
-    columns = [pc.take(listed.batch.column(n), rows).to_pylist() for n in ("path", "size", "modification_time")]
-    parts = pc.take(listed.partition_of, rows).to_pylist()
-    return tuple(FileStatus(path, size, mtime, listed.partitions[part])
-                 for path, size, mtime, part in zip(*columns, parts, strict=True))
 
 
 def pack_splits(

@@ -67,6 +67,11 @@ class ScanFiles:
     def num_rows(self) -> int:
         return self.batch.num_rows
 
+    def filter(self, mask: pa.Array | pa.ChunkedArray) -> ScanFiles:
+        """The rows where ``mask`` is true (the files a query keeps), same partitions."""
+        rows = pc.indices_nonzero(mask)
+        return ScanFiles(self.batch.take(rows), pc.take(self.partition_of, rows), self.partitions)
+
     def data_files(self) -> list[DataFile]:
         """One :class:`DataFile` per row (callers that want rows; the query path stays columnar)."""
         values = [dict(pairs) for pairs in self.partitions]

@@ -42,13 +42,21 @@ PATH = "spark-native"
 
 
 def handle(request: dict[str, Any], deferred: list[Callable[[], None]] | None = None) -> dict[str, Any]:
-    """The answer to one request (errors the user can act on become ``{"ok": false}``).
+    """The answer to one request as a dict (what :func:`serve` writes, as :func:`answer_line`, on one line)."""
+    answer: dict[str, Any] = json.loads(answer_line(request, deferred))
+    return answer
 
-    With ``deferred``, work the answer does not need (recording the scan's metrics) is appended there, for the
-    caller to run once the answer is on its way: the query waits for the answer, not for the scan log.
+
+def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | None = None) -> str:
+    """The answer to one request as one line of JSON (errors the user can act on raise StorageHandlerError).
+
+    The kept files' part is written from their columns (:func:`~storage_handler.spark.planning.file_rows_json`),
+    never as a Python object per file. With ``deferred``, work the answer does not need (recording the scan's
+    metrics) is appended there, for the caller to run once the answer is on its way: the query waits for the
+    answer, not for the scan log.
     """
     from storage_handler.spark.metrics import record_scan
-    from storage_handler.spark.planning import file_rows, list_files
+    from storage_handler.spark.planning import file_rows_json, list_files
 
     if request.get("op") != "scan":
         raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
@@ -62,8 +70,8 @@ def handle(request: dict[str, Any], deferred: list[Callable[[], None]] | None = 
             record_scan(entry)
         else:
             deferred.append(lambda: record_scan(entry))
-    return {"ok": True, "files": file_rows(location, result.files),
-            "metrics": contract.answer_metrics(result.metrics.as_dict())}
+    metrics = json.dumps(contract.answer_metrics(result.metrics.as_dict()), default=str)
+    return f'{{"ok": true, "files": {file_rows_json(location, result.kept)}, "metrics": {metrics}}}'
 
 
 @functools.lru_cache(maxsize=128)
@@ -92,13 +100,13 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
             continue
         deferred: list[Callable[[], None]] = []
         try:
-            answer = handle(json.loads(line), deferred)
+            answer = answer_line(json.loads(line), deferred)
         except StorageHandlerError as e:
-            answer = {"ok": False, "error": str(e)}
+            answer = json.dumps({"ok": False, "error": str(e)})
         except Exception as e:  # noqa: BLE001 - the query must fail with the cause, and the service live on
             log.exception("hsh prune service: request failed")
-            answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        answers.write(json.dumps(answer, default=str) + "\n")
+            answer = json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"})
+        answers.write(answer + "\n")
         answers.flush()
         for task in deferred:
             try:

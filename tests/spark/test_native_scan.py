@@ -267,8 +267,8 @@ def test_prune_service_stdout_carries_only_answers() -> None:
     import subprocess
     import sys
 
-    noisy = ("import os, storage_handler.spark.prune_service as p; real = p.handle; "
-             "p.handle = lambda r, *more: (os.write(1, b'native noise\\n'), print('stray print'), "
+    noisy = ("import os, storage_handler.spark.prune_service as p; real = p.answer_line; "
+             "p.answer_line = lambda r, *more: (os.write(1, b'native noise\\n'), print('stray print'), "
              "real(r, *more))[2]; p.main()")
     proc = subprocess.run([sys.executable, "-c", noisy], input='{"op": "nope"}\n', capture_output=True, text=True,
                           timeout=60)

@@ -1,6 +1,8 @@
 package hsh.spark;
 
 import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.util.Locale;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -40,6 +42,28 @@ final class FileSystems {
     } catch (IOException | RuntimeException e) {
       return false;
     }
+  }
+
+  /**
+   * {@code new Path(text)} for a kept file's URI as the prune service writes it ({@code scheme://authority/path},
+   * the path absolute and normal), without Path's string normalization: {@code new Path(String)} runs two regular
+   * expressions per call, ~1.7 us; at 20,000 kept files that was 35 ms of every such query. The result is the
+   * same {@link Path} (the same five-part {@link URI} constructor); any other text takes {@code new Path(text)}.
+   */
+  static Path path(String text) {
+    int sep = text.indexOf("://");
+    if (sep > 0 && text.indexOf('\\') < 0 && !text.endsWith("/") && text.indexOf(':') == sep) {
+      int slash = text.indexOf('/', sep + 3);
+      if (slash > 0 && text.indexOf("//", slash) < 0) {
+        try {
+          return new Path(new URI(text.substring(0, sep), text.substring(sep + 3, slash), text.substring(slash), null,
+              null));
+        } catch (URISyntaxException e) {
+          // not a URI this way: Hadoop's own parsing decides (and reports)
+        }
+      }
+    }
+    return new Path(text);
   }
 
   /** What to add for {@code scheme}, for the Hadoop version Spark runs. */
