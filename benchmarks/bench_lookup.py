@@ -117,7 +117,7 @@ def index_costs(ds: TpchDataset, qs: list[Query]) -> dict[str, Any]:
     built = {}
     for label, options in (("without", StatsOptions()), ("with", StatsOptions(membership=spec))):
         start = time.perf_counter()
-        built[label] = build_index(location, cols, files, options=options, show_progress=False)
+        built[label] = build_index(location, cols, files, options=options)
         result[f"build_seconds_{label}"] = round(time.perf_counter() - start, 2)
         with tempfile.NamedTemporaryFile(suffix=".parquet") as tmp:
             pq.write_table(built[label], tmp.name, row_group_size=4096)

@@ -111,7 +111,7 @@ def timed_index(location: str, workers: int) -> float:
 
     files = list_data_files(location, ["p"])
     t0 = time.perf_counter()
-    build_index(location, [("v", parse_hive_type("bigint"))], files, max_workers=workers, show_progress=False)
+    build_index(location, [("v", parse_hive_type("bigint"))], files, max_workers=workers)
     return len(files) / (time.perf_counter() - t0)
 
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             upload(location, size, per)
             with MetastoreClient(uri) as client:
                 apply_registration(client, plan_registration(client, parse_table_name(f"{DB}.t{size}"), location),
-                                   show_progress=False)
+                                   )
                 desc = TableDesc.from_hms(client.get_table(DB, f"t{size}"), client.uri)
             row: dict[str, Any] = {"files": size, "partitions": partitions}
             queries = {"one partition": "p = 7 and v >= 0", "10% of partitions": f"p < {max(1, partitions // 10)}",

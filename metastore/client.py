@@ -126,6 +126,13 @@ class MetastoreClient:
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
 
+    def sibling(self) -> MetastoreClient:
+        """Another connection to the same metastore with the same timeouts and retries (for calls in parallel:
+        a Thrift connection carries one call at a time)."""
+        return MetastoreClient(self.uri, connect_timeout=self.connect_timeout, socket_timeout=self.socket_timeout,
+                               retries=self.retries, backoff=self.backoff, max_backoff=self.max_backoff,
+                               call_deadline=self.call_deadline)
+
     # ------------------------------------------------------------------ connection
     def __enter__(self) -> MetastoreClient:
         self.open()

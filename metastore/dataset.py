@@ -10,22 +10,24 @@ Rules (decided here, once):
 * Partition column types are inferred: ``int`` if every value fits a 32-bit integer, ``bigint`` if every value is
   an integer, otherwise ``string`` (dates stay strings, as Hive users usually declare them).
 * The table schema is the union of all file schemas in first-seen order (files missing a column read it as NULL);
-  one column with two types is an error naming both files.
+  one column with two types is an error naming both files. Every footer is read once, for the schema and the
+  index rows together (:mod:`storage_handler.stats.scan`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from storage_handler.errors import DatasetError, SchemaError, StorageError
+from storage_handler.errors import DatasetError, SchemaError
+from storage_handler.stats.engine import ProgressCallback, build_index
+from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.listing import DataFile, absolute_path, list_data_files, partition_path
-from storage_handler.storage import LOCAL, FileEntry, Storage, parse_location, storage_for
+from storage_handler.stats.scan import FooterScan, scan_footers
+from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -42,6 +44,8 @@ class Dataset:
     arrow_schema: pa.Schema = field(compare=False)
     partition_folders: Mapping[tuple[str | None, ...], str] = field(default_factory=dict, compare=False)
     """Each partition's real folder (relative); ``p=`` and ``p=__HIVE_DEFAULT_PARTITION__`` are both NULL."""
+    seed: pa.Table | None = field(default=None, compare=False)
+    """Index rows of :attr:`files` read during discovery (the index build reuses them instead of re-reading)."""
 
     @property
     def partitions(self) -> list[tuple[str | None, ...]]:
@@ -106,37 +110,20 @@ def infer_partition_type(values: Sequence[str | None]) -> HiveType:
     return HiveType("string")
 
 
-def read_schemas(root: str, files: Sequence[DataFile], storage: Storage, workers: int = 16) -> list[pa.Schema]:
-    def read(f: DataFile) -> pa.Schema:
-        uri = absolute_path(root, f.path)
-        try:
-            with storage.open_input(uri, FileEntry(uri, f.size, f.mtime_ms, f.version)) as source:
-                return pq.read_schema(source)
-        except StorageError:
-            raise
-        except (pa.ArrowException, OSError) as e:
-            raise DatasetError(
-                f"{uri} is not a readable Parquet file ({e}); remove it, or rename it to start with "
-                "'_' or '.' so readers ignore it"
-            ) from e
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(read, files))
-
-
-def unify_schemas(root: str, files: Sequence[DataFile], schemas: Sequence[pa.Schema]) -> pa.Schema:
+def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]]) -> pa.Schema:
+    """The union of the distinct file schemas (each with the first file that has it), in first-seen order."""
     fields: dict[str, tuple[pa.Field, str]] = {}
-    for f, schema in zip(files, schemas, strict=True):
+    for schema, path in schemas:
         for fld in schema:
             key = fld.name.lower()
             if key not in fields:
-                fields[key] = (fld, f.path)
+                fields[key] = (fld, path)
                 continue
             first, first_file = fields[key]
             if not _compatible(first.type, fld.type):
                 raise SchemaError(
                     f"column {fld.name!r} has type {first.type} in {absolute_path(root, first_file)} but {fld.type} "
-                    f"in {absolute_path(root, f.path)}; rewrite one of the files so the types agree (nothing was "
+                    f"in {absolute_path(root, path)}; rewrite one of the files so the types agree (nothing was "
                     "registered)"
                 )
     return pa.schema([fld.with_name(name) for name, (fld, _) in fields.items()])
@@ -154,9 +141,15 @@ def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
 
 
 def discover(path: str, *, location: str | None = None, progress: Callable[[str], None] | None = None,
-             conf: Mapping[str, str] | None = None) -> Dataset:
+             conf: Mapping[str, str] | None = None, options: StatsOptions | None = None,
+             footers: ProgressCallback | None = None, max_workers: int | None = None) -> Dataset:
     """Scan ``path`` (a local folder or a URI such as ``s3a://bucket/folder``) and describe it as a Hive table
-    would see it. ``conf`` carries ``fs.s3a.*`` settings for object stores."""
+    would see it. ``conf`` carries ``fs.s3a.*`` settings for object stores.
+
+    Every footer is read once (:mod:`storage_handler.stats.scan`): for the schema, and for the index rows under
+    ``options`` (the table's statistics options), which :attr:`Dataset.seed` hands to the index build so it reads
+    no footer again. ``footers(done, total)`` reports the pass.
+    """
     say = progress or (lambda _m: None)
     parsed = parse_location(path)
     root = parsed.uri
@@ -171,8 +164,16 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
                 f"partition folders disagree: {files[0].path!r} has keys {key_names} but {f.path!r} has "
                 f"{list(f.partition_values)}; every file must sit under the same key=value levels"
             )
-    say(f"found {len(files)} files under {root}; reading their Parquet schemas")
-    arrow_schema = unify_schemas(root, files, read_schemas(root, files, storage))
+    say(f"found {len(files)} files under {root}; reading their Parquet footers")
+    stats_options = options or StatsOptions()
+    scan = scan_footers(root, files, stats_options, conf=conf, max_workers=max_workers, progress=footers)
+    if scan.unreadable:
+        f, why = scan.unreadable[0]
+        raise DatasetError(
+            f"{absolute_path(root, f.path)} is not a readable Parquet file ({' '.join(why.split())}); remove it, or "
+            "rename it to start with '_' or '.' so readers ignore it"
+        )
+    arrow_schema = unify_schemas(root, scan.schemas)
     clash = set(key_names) & {n.lower() for n in arrow_schema.names}
     if clash:
         raise SchemaError(
@@ -191,4 +192,15 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
         partition_keys=keys,
         arrow_schema=arrow_schema,
         partition_folders=_partition_folders(root, files) if keys else {},
+        seed=_seed(root, columns, files, scan, stats_options, conf),
     )
+
+
+def _seed(root: str, columns: Sequence[tuple[str, HiveType]], files: Sequence[DataFile], scan: FooterScan,
+          options: StatsOptions, conf: Mapping[str, str] | None) -> pa.Table:
+    """The index rows of every file, from the one pass (files the pass could not plan alone read now)."""
+    seed = scan.index_for(columns, options)
+    if not scan.deferred:
+        return seed
+    extra = build_index(root, columns, scan.deferred, options=options, conf=conf)
+    return pa.concat_tables([seed, extra.cast(seed.schema)]).sort_by("path")

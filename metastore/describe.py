@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from metastore.client import MetastoreClient
@@ -61,7 +60,8 @@ def _index_info(location: str, partition_keys: list[str], conf: dict[str, str]) 
     if snapshot is None:
         return {"files": len(files), "index_version": None, "index_files": 0}
     errors = snapshot.table.column("stats_error").null_count
-    index_bytes = os.path.getsize(snapshot.path)
+    entry = storage_for(location, conf).stat(snapshot.path)
+    index_bytes = entry.size if entry is not None else 0
     return {
         "files": len(files),
         "bytes": sum(f.size for f in files),

@@ -9,7 +9,10 @@ idempotent: an existing table with the same schema is kept and only missing part
 from __future__ import annotations
 
 import getpass
+import queue
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +30,13 @@ from metastore.table_spec import (
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
+from storage_handler.stats import FooterEngine, StatsOptions
+from storage_handler.stats.engine import ProgressCallback
 from storage_handler.stats.membership_spec import TABLE_PARAMETERS as MEMBERSHIP_PARAMETERS
 from storage_handler.storage import check_no_secrets, parse_location
 
 DEFAULT_BATCH = 1000
+PARTITION_CONNECTIONS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +78,14 @@ def plan_registration(
     owner: str | None = None,
     table_properties: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    footers: ProgressCallback | None = None,
+    max_workers: int | None = None,
 ) -> RegistrationPlan:
     properties = dict(table_properties or {})
     check_no_secrets(properties, "--table-property")
-    dataset = discover(path, location=location, progress=progress, conf=properties)
+    options = StatsOptions.for_table(properties)  # as the index will be built: discovery reads it on the way
+    dataset = discover(path, location=location, progress=progress, conf=properties, options=options,
+                       footers=footers, max_workers=max_workers)
     create_database = not client.database_exists(name.database)
     existing_parts: set[str] = set()
     create_table = True
@@ -117,7 +127,8 @@ def apply_registration(
     *,
     batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int, int], None] | None = None,
-    show_progress: bool | None = None,
+    progress: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
 ) -> dict[str, Any]:
     """Create what the plan says is missing, through the handler's meta hook (which builds the index)."""
     name, ds = plan.name, plan.dataset
@@ -126,7 +137,7 @@ def apply_registration(
     table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner,
                         parameters=plan.table_properties)
     hook = StorageHandler().get_meta_hook()
-    hook.show_progress = show_progress
+    hook.progress, hook.engine, hook.seed, hook.known_files = progress, engine, ds.seed, ds.files
     if ds.location != ds.root and parse_location(ds.location) != parse_location(ds.root):
         hook.storage_root = ds.root  # --location names where readers find these files: index the scanned copy
     if plan.create_table:
@@ -157,13 +168,62 @@ def add_partitions(
     *,
     batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int, int], None] | None = None,
+    connections: int = PARTITION_CONNECTIONS,
 ) -> int:
+    """Add partitions in batches, ``connections`` calls at a time.
+
+    Why in parallel: the metastore spends most of a call per partition (its folder checked, rows written), and
+    it serves calls on several connections at once; measured on the embedded metastore, 400 partitions took
+    12.9 s in one connection and 3.2 s in four. Every call is ``ifNotExists``, so a retried or repeated batch
+    changes nothing, and batches never depend on each other.
+    """
+    total = len(values)
+    if total == 0:
+        return 0
+    lanes = max(1, min(connections, -(-total // max(1, min(batch_size, 100)))))
+    size = max(1, min(batch_size, -(-total // lanes)))
+    batches = [values[start:start + size] for start in range(0, total, size)]
+
+    def add(batch: Sequence[tuple[str | None, ...]], target: MetastoreClient) -> int:
+        parts = [build_partition(table, v, dataset.partition_location(v)) for v in batch]
+        target.add_partitions(table.dbName, table.tableName, parts)
+        return len(batch)
+
     done = 0
-    for start in range(0, len(values), batch_size):
-        chunk = values[start : start + batch_size]
-        parts = [build_partition(table, v, dataset.partition_location(v)) for v in chunk]
-        client.add_partitions(table.dbName, table.tableName, parts)
-        done += len(chunk)
-        if on_batch:
-            on_batch(done, len(values))
+    if lanes == 1:
+        for batch in batches:
+            done += add(batch, client)
+            if on_batch:
+                on_batch(done, total)
+        return done
+    siblings = [client.sibling() for _ in range(lanes)]
+    free: queue.SimpleQueue[MetastoreClient] = queue.SimpleQueue()
+    for sibling in siblings:
+        free.put(sibling)
+
+    failed = threading.Event()  # after one failure no new batch starts (each would retry for a whole budget)
+
+    def run(batch: Sequence[tuple[str | None, ...]]) -> int:
+        if failed.is_set():
+            return 0
+        target = free.get()
+        try:
+            return add(batch, target)
+        except BaseException:
+            failed.set()
+            raise
+        finally:
+            free.put(target)
+
+    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="hsh-partitions")
+    try:
+        futures = [pool.submit(run, batch) for batch in batches]
+        for future in futures:
+            done += future.result()  # the first failure ends the command: queued batches are cancelled
+            if on_batch:
+                on_batch(done, total)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for sibling in siblings:
+            sibling.close()
     return done

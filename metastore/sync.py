@@ -37,6 +37,8 @@ from metastore.table_spec import (
 )
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
+from storage_handler.stats import FooterEngine, StatsOptions
+from storage_handler.stats.engine import ProgressCallback
 from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION, absolute_path, partition_path
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.types import HiveType, parse_hive_type
@@ -66,11 +68,13 @@ class SyncPlan:
 
 def plan_sync(
     client: MetastoreClient, name: TableName, *, drop_missing: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, footers: ProgressCallback | None = None,
+    max_workers: int | None = None,
 ) -> SyncPlan:
     table = client.get_table(name.database, name.table)
     conf = s3a_settings(table.parameters)
-    dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf)
+    dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf,
+                       options=StatsOptions.for_table(table.parameters), footers=footers, max_workers=max_workers)
     new_columns = _schema_changes(name, table, dataset)
     registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
     have = {_name(table, p) for p in registered}
@@ -136,11 +140,12 @@ def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]
 
 def apply_sync(
     client: MetastoreClient, plan: SyncPlan, *, batch_size: int = DEFAULT_BATCH,
-    on_batch: Callable[[int, int], None] | None = None, show_progress: bool | None = None,
+    on_batch: Callable[[int, int], None] | None = None, progress: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
 ) -> dict[str, Any]:
     name, ds = plan.name, plan.dataset
     hook = StorageHandler().get_meta_hook()
-    hook.show_progress = show_progress
+    hook.progress, hook.engine, hook.seed, hook.known_files = progress, engine, ds.seed, ds.files
     def change_table(table: Any) -> None:
         if plan.new_columns:
             have = {c.name.lower() for c in table.sd.cols}

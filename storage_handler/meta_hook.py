@@ -15,12 +15,16 @@ failed (see :mod:`metastore.hooked`, which does exactly that). Here that means:
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
+
+import pyarrow as pa
 
 from storage_handler.catalog import PartitionSource, is_under, list_partition_files
 from storage_handler.contract import PARAM_INDEX_VERSION
-from storage_handler.stats import StatsOptions, index_dir, update_index
+from storage_handler.stats import FooterEngine, StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
+from storage_handler.stats.engine import ProgressCallback
 from storage_handler.stats.listing import DataFile, list_data_files
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.table_desc import TableDesc
@@ -32,8 +36,15 @@ PARAM_INDEX_LOCATION = "hsh.index.location"
 class IndexMetaHook:
     """Keeps the statistics index in step with the table's life in the metastore."""
 
-    def __init__(self, *, show_progress: bool | None = None, storage_root: str | None = None) -> None:
-        self.show_progress = show_progress
+    def __init__(self, *, progress: ProgressCallback | None = None, engine: FooterEngine | None = None,
+                 storage_root: str | None = None) -> None:
+        # how footers are read (a local pool by default, or a Spark job) and who is told how far it got
+        self.progress = progress
+        self.engine = engine
+        # index rows the caller already read (registration's one pass over the footers): not read again; and
+        # the table folder's files the caller just listed (not listed again)
+        self.seed: pa.Table | None = None
+        self.known_files: Sequence[DataFile] | None = None
         # Where the files are readable from here when the table's location is not (``register --location``
         # s3a://... for files scanned from a local mirror): the index is built and kept there.
         self.storage_root = storage_root
@@ -89,13 +100,14 @@ class IndexMetaHook:
 
     def _files(self, desc: TableDesc, keys: list[str]) -> list[DataFile] | None:
         """The table folder's files plus those of partitions registered outside it (None: walk the folder)."""
+        known = list(self.known_files) if self.known_files is not None else None
         if self.partitions is None or not keys:
-            return None
+            return known
         root = self._root(desc)
         storage = storage_for(root, s3a_settings(desc.parameters))
         outside = [p for p in self.partitions.by_names(self.partitions.names()) if not is_under(root, p.location)]
-        return list_data_files(root, keys, storage) + list_partition_files(root, keys, outside, table=desc.name,
-                                                                           storage=storage)
+        inside = known if known is not None else list_data_files(root, keys, storage)
+        return inside + list_partition_files(root, keys, outside, table=desc.name, storage=storage)
 
     def _root(self, desc: TableDesc) -> str:
         return self.storage_root or desc.location
@@ -106,7 +118,8 @@ class IndexMetaHook:
         options.membership.check(desc.name, desc.columns)  # bloom / value-list columns must exist and fit
         version, diff = update_index(
             self._root(desc), desc.columns, self._files(desc, keys), partition_columns=keys,
-            options=options, show_progress=self.show_progress, conf=s3a_settings(desc.parameters),
+            options=options, progress=self.progress, conf=s3a_settings(desc.parameters), engine=self.engine,
+            seed=self.seed,
         )
         self.last_diff = diff
         return int(version or 0)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from storage_handler.cli.output import say
+
+if TYPE_CHECKING:
+    from storage_handler.stats import FooterEngine
 
 
 def add_metastore_option(p: argparse.ArgumentParser) -> None:
@@ -22,3 +26,20 @@ def metastore_uri(args: argparse.Namespace) -> str:
     from metastore.local import resolve_metastore_uri
 
     return resolve_metastore_uri(args.metastore, progress=None if getattr(args, "json", False) else say)
+
+
+def add_footer_options(p: argparse.ArgumentParser) -> None:
+    """How the footers of new or changed files are read (``register``, ``sync``, ``index refresh``)."""
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="footers read at once (default: 2 per core on a local disk, 32 on an object store)")
+
+
+def footer_engine(args: argparse.Namespace) -> FooterEngine:
+    """The engine the options ask for."""
+    from storage_handler.errors import ConfigurationError
+    from storage_handler.stats import LocalEngine
+
+    workers = getattr(args, "workers", None)
+    if workers is not None and workers < 1:
+        raise ConfigurationError(f"--workers {workers}: give at least 1")
+    return LocalEngine(max_workers=workers)

@@ -10,8 +10,18 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -54,3 +64,33 @@ def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator
                   console=err, transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+class _FilesPerSecond(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:,.0f} files/s" if task.speed else "- files/s", style="progress.data.speed")
+
+
+@contextmanager
+def footer_progress(enabled: bool = True) -> Iterator[Any]:
+    """Progress of reading Parquet footers (files done of total, files per second, time left) on a terminal's
+    stderr; nothing elsewhere or with ``--json``. Yields ``update(done, total)``; the bar appears at the first
+    update, so a command that reads no footer shows none."""
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    bar = Progress(TextColumn("reading Parquet footers"), BarColumn(), MofNCompleteColumn(), _FilesPerSecond(),
+                   TimeRemainingColumn(), console=err, transient=True)
+    task: list[Any] = []
+
+    def update(done: int, total: int) -> None:
+        if not task:
+            bar.start()
+            task.append(bar.add_task("footers", total=total))
+        bar.update(task[0], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if task:
+            bar.stop()

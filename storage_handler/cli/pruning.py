@@ -7,8 +7,14 @@ from typing import Any
 
 from rich.markup import escape
 
-from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
-from storage_handler.cli.output import out, print_json, print_mapping, print_rows, say
+from storage_handler.cli.common import (
+    add_footer_options,
+    add_json_option,
+    add_metastore_option,
+    footer_engine,
+    metastore_uri,
+)
+from storage_handler.cli.output import footer_progress, out, print_json, print_mapping, print_rows, say
 from storage_handler.errors import ConfigurationError
 
 
@@ -46,6 +52,7 @@ def add_commands(sub: Any) -> None:
     a.add_argument("table", metavar="DB.TABLE")
     add_metastore_option(a)
     add_json_option(a)
+    add_footer_options(a)
     a.set_defaults(func=_index_refresh)
 
 
@@ -168,9 +175,9 @@ def _index_refresh(args: argparse.Namespace) -> int:
     from storage_handler.handler import StorageHandler
 
     name = parse_table_name(args.table)
-    with MetastoreClient(metastore_uri(args)) as client:
+    with MetastoreClient(metastore_uri(args)) as client, footer_progress(enabled=not args.json) as footers:
         hook = StorageHandler().get_meta_hook()
-        hook.show_progress = False if args.json else None
+        hook.progress, hook.engine = footers, footer_engine(args)
         table, _locked = hooked.refresh_table(client, name.database, name.table, hook)
     diff = hook.last_diff
     data = {

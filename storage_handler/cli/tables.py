@@ -5,8 +5,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
-from storage_handler.cli.output import print_json, print_mapping, print_rows, progress_bar, say
+from storage_handler.cli.common import (
+    add_footer_options,
+    add_json_option,
+    add_metastore_option,
+    footer_engine,
+    metastore_uri,
+)
+from storage_handler.cli.output import (
+    footer_progress,
+    print_json,
+    print_mapping,
+    print_rows,
+    progress_bar,
+    say,
+)
 from storage_handler.errors import ConfigurationError
 
 
@@ -26,6 +39,7 @@ def add_commands(sub: Any) -> None:
                         "a float column free of NaN); slower indexing. Sets hsh.stats.scan_float_columns=true")
     _add_membership_options(p)
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
+    add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
     p.set_defaults(func=_register)
@@ -35,6 +49,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--drop-missing", action="store_true", help="also drop partitions whose folders vanished")
     p.add_argument("--dry-run", action="store_true", help="print the diff; change nothing")
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
+    add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
     p.set_defaults(func=_sync)
@@ -110,20 +125,23 @@ def _register(args: argparse.Namespace) -> int:
 
     name = parse_table_name(args.table)
     quiet = args.json
+    engine = footer_engine(args)
     with MetastoreClient(metastore_uri(args)) as client:
-        plan = plan_registration(
-            client, name, args.path, location=args.location, owner=args.owner,
-            table_properties={**_properties(args.table_property),
-                              **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
-                              **_membership_properties(args)},
-            progress=None if quiet else say,
-        )
+        with footer_progress(enabled=not quiet) as footers:
+            plan = plan_registration(
+                client, name, args.path, location=args.location, owner=args.owner,
+                table_properties={**_properties(args.table_property),
+                                  **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
+                                  **_membership_properties(args)},
+                progress=None if quiet else say, footers=footers, max_workers=args.workers,
+            )
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
         else:
-            with progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
+            with footer_progress(enabled=not quiet) as footers, \
+                    progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
                 result = {"dry_run": False, **apply_registration(
-                    client, plan, batch_size=args.batch_size, on_batch=update, show_progress=False if quiet else None
+                    client, plan, batch_size=args.batch_size, on_batch=update, progress=footers, engine=engine,
                 )}
     if args.json:
         print_json(result)
@@ -142,14 +160,18 @@ def _sync(args: argparse.Namespace) -> int:
 
     name = parse_table_name(args.table)
     quiet = args.json
+    engine = footer_engine(args)
     with MetastoreClient(metastore_uri(args)) as client:
-        plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else say)
+        with footer_progress(enabled=not quiet) as footers:
+            plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else say,
+                             footers=footers, max_workers=args.workers)
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
         else:
-            with progress_bar("adding partitions", len(plan.partitions_to_add), enabled=not quiet) as update:
-                result = apply_sync(client, plan, batch_size=args.batch_size, on_batch=update,
-                                    show_progress=False if quiet else None)
+            with footer_progress(enabled=not quiet) as footers, \
+                    progress_bar("adding partitions", len(plan.partitions_to_add), enabled=not quiet) as update:
+                result = apply_sync(client, plan, batch_size=args.batch_size, on_batch=update, progress=footers,
+                                    engine=engine)
     if args.json:
         print_json(result)
         return 0

@@ -1,13 +1,13 @@
 """Column-statistics index: per-file min / max / null count from Parquet footers, stored next to the data.
 
 Modules, smallest first: ``listing`` (real files, Hive partition-path escaping), ``convert`` (one footer bound to
-a table-typed value, conservatively), ``footer`` (one file's stats), ``index`` (the Arrow table and building it in
-parallel), ``store`` (versioned snapshots, atomic commit, validation on load), ``refresh`` (incremental update with
+a table-typed value, conservatively), ``footer`` (one file's stats), ``index`` (the Arrow table), ``engine`` (reading many footers: locally or on Spark), ``store`` (versioned snapshots, atomic commit, validation on load), ``refresh`` (incremental update with
 optimistic retries). The schema is the shared contract in the project's design notes.
 """
 
 from __future__ import annotations
 
+from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, build_index
 from storage_handler.stats.footer import (
     ColumnStats,
     FileStats,
@@ -16,7 +16,6 @@ from storage_handler.stats.footer import (
     stats_from_metadata,
 )
 from storage_handler.stats.index import (
-    build_index,
     columns_of,
     index_schema,
     indexed_columns,
@@ -52,8 +51,11 @@ __all__ = [
     "DataFile",
     "FileDiff",
     "FileStats",
+    "FooterEngine",
+    "FooterJob",
     "IndexConflictError",
     "IndexSnapshot",
+    "LocalEngine",
     "StatsOptions",
     "build_index",
     "columns_of",

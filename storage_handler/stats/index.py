@@ -19,23 +19,17 @@ The table's columns (name + Hive type, so ``varchar(10)`` survives) ride in the 
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
-from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
-from storage_handler.stats.listing import DataFile, absolute_path
+from storage_handler.errors import SchemaError, StatsIndexError
+from storage_handler.stats.footer import FileStats, StatsOptions
+from storage_handler.stats.listing import DataFile
 from storage_handler.stats.membership import MEMBERSHIP_KEY, membership_arrays, membership_fields
 from storage_handler.stats.membership_spec import MembershipSpec
-from storage_handler.storage import FileEntry, storage_for
 from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow, parse_hive_type
-
-ProgressCallback = Callable[[int, int], None]  # (files done, files total)
 
 BOUNDED_TYPES = frozenset(
     {"tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "string", "varchar", "char", "boolean",
@@ -185,100 +179,3 @@ def check_files(files: Sequence[DataFile]) -> None:
         )
     if len({f.path for f in files}) != len(files):
         raise StatsIndexError("the data file list names the same path twice; pass each file once")
-
-
-def read_many(
-    table_location: str,
-    columns: Sequence[tuple[str, HiveType]],
-    files: Sequence[DataFile],
-    *,
-    options: StatsOptions | None = None,
-    max_workers: int | None = None,
-    progress: ProgressCallback | None = None,
-    show_progress: bool | None = None,
-    conf: Mapping[str, str] | None = None,
-) -> list[FileStats]:
-    """Read many footers in parallel (threads: footer reads are I/O and pyarrow releases the GIL).
-
-    ``conf`` carries ``fs.s3a.*`` settings for object stores.
-    """
-    storage_for(table_location, conf)  # refuse a location this machine cannot read before starting any thread
-    total = len(files)
-    results: list[FileStats | None] = [None] * total
-    if total == 0:
-        return []
-    workers = max_workers or min(32, 4 * (os.cpu_count() or 2), total)
-    show = sys.stderr.isatty() if show_progress is None else show_progress
-    bar = _RichBar(total) if show else None
-    try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-footer") as pool:
-            futures = {pool.submit(_read_one, table_location, f, columns, options, conf): i
-                       for i, f in enumerate(files)}
-            for done, future in enumerate(as_completed(futures), start=1):
-                results[futures[future]] = future.result()
-                if bar is not None:
-                    bar.advance()
-                if progress is not None:
-                    progress(done, total)
-    finally:
-        if bar is not None:
-            bar.close()
-    return [r if r is not None else FileStats.failed("not read") for r in results]
-
-
-def _read_one(table_location: str, file: DataFile, columns: Sequence[tuple[str, HiveType]],
-              options: StatsOptions | None, conf: Mapping[str, str] | None) -> FileStats:
-    uri = absolute_path(table_location, file.path)
-    try:
-        storage = storage_for(uri, conf)
-    except StorageHandlerError as exc:
-        return FileStats.failed(f"{type(exc).__name__}: {exc}"[:1000])
-    entry = FileEntry(uri, file.size, file.mtime_ms, file.version)
-    return read_file_stats(uri, columns, options, storage=storage, entry=entry)
-
-
-def build_index(
-    table_location: str,
-    columns: Sequence[tuple[str, HiveType]],
-    files: Iterable[DataFile | tuple[str, int, int, dict[str, str | None]]],
-    *,
-    options: StatsOptions | None = None,
-    max_workers: int | None = None,
-    progress: ProgressCallback | None = None,
-    show_progress: bool | None = None,
-    conf: Mapping[str, str] | None = None,
-) -> pa.Table:
-    """Build the index table for ``files`` (paths relative to ``table_location``) by reading every footer.
-
-    A progress bar is drawn on stderr when it is a terminal (``show_progress`` forces it on or off);
-    ``progress(done, total)`` is called after every file.
-    """
-    cols = indexed_columns(columns)
-    file_list = [DataFile(*f) for f in files]
-    check_files(file_list)
-    stats = read_many(
-        table_location, cols, file_list, options=options, max_workers=max_workers, progress=progress,
-        show_progress=show_progress, conf=conf,
-    )
-    return stats_table(cols, zip(file_list, stats, strict=True), options)
-
-
-class _RichBar:
-    """A rich progress bar on stderr; a class so the import of rich stays off the non-interactive path."""
-
-    def __init__(self, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self._progress = Progress(
-            TextColumn("reading Parquet footers"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=True,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task("footers", total=total)
-
-    def advance(self) -> None:
-        self._progress.advance(self._task)
-
-    def close(self) -> None:
-        self._progress.stop()

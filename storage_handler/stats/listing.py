@@ -130,9 +130,12 @@ def list_data_files(table_location: str, partition_columns: Sequence[str] | None
         raise DatasetError(f"table location {table_location!r} is a file, not a folder of data files")
     keys = [k.lower() for k in partition_columns] if partition_columns is not None else None
     result: list[DataFile] = []
+    by_folder: dict[str, dict[str, str | None] | None] = {}  # one (read-only) mapping per folder, not per file
     for entry in store.walk(root.uri, skip=is_hidden):
-        *folders, _name = entry.name.split("/")
-        values = _partition_values(tuple(folders), keys)
+        folder, _, _name = entry.name.rpartition("/")
+        if folder not in by_folder:
+            by_folder[folder] = _partition_values(tuple(folder.split("/")) if folder else (), keys)
+        values = by_folder[folder]
         if values is not None:
             result.append(DataFile(entry.name, entry.size, entry.mtime_ms, values, entry.version))
     result.sort(key=lambda f: f.path)

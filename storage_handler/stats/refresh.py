@@ -15,15 +15,13 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import (
-    ProgressCallback,
     check_files,
     columns_of,
     indexed_columns,
     options_of,
-    read_many,
-    stats_table,
 )
 from storage_handler.stats.listing import DataFile, list_data_files
 from storage_handler.stats.membership_refresh import carry
@@ -96,10 +94,16 @@ def refresh_index(
     options: StatsOptions | None = None,
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
-    show_progress: bool | None = None,
     conf: Mapping[str, str] | None = None,
+    engine: FooterEngine | None = None,
+    seed: pa.Table | None = None,
 ) -> tuple[pa.Table, FileDiff]:
-    """The index for the current listing ``files``, reusing ``previous`` rows whose file did not change."""
+    """The index for the current listing ``files``, reusing ``previous`` rows whose file did not change.
+
+    ``seed``: index rows read moments ago by someone else (registration reads every footer once for the schema
+    and keeps the rows, :mod:`storage_handler.stats.scan`); a file to read whose seed row is still fresh by the
+    same test as ``previous`` (path, size, mtime, version tag) takes that row instead of a footer read.
+    """
     cols = indexed_columns(columns)
     file_list = [DataFile(*f) for f in files]
     check_files(file_list)
@@ -116,12 +120,12 @@ def refresh_index(
         diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True)
     prev_paths = [] if prev_table is None else prev_table.column("path").to_pylist()
     kept_paths = {prev_paths[i] for i in kept}
-    to_read = [f for f in file_list if f.path not in kept_paths]
-    stats = read_many(
-        table_location, cols, to_read, options=options, max_workers=max_workers, progress=progress,
-        show_progress=show_progress, conf=conf,
-    )
-    fresh = stats_table(cols, zip(to_read, stats, strict=True), wanted)
+    to_read = sorted((f for f in file_list if f.path not in kept_paths), key=lambda f: f.path)
+    job = FooterJob(table_location, cols, wanted, tuple(sorted((conf or {}).items())))
+    seeded, to_read = _from_seed(seed, to_read, cols, wanted)
+    fresh = (engine or LocalEngine(max_workers)).read(job, to_read, progress)
+    if seeded is not None:
+        fresh = pa.concat_tables([seeded.cast(fresh.schema), fresh]).sort_by("path")
     if prev_table is None or not kept:
         return fresh, diff
     reused = prev_table.take(pa.array(kept, pa.int64()))
@@ -134,6 +138,19 @@ def refresh_index(
     reused = reused.cast(fresh.schema)
     merged = pa.concat_tables([reused, fresh]).sort_by("path")
     return merged.replace_schema_metadata(fresh.schema.metadata), diff
+
+
+def _from_seed(seed: pa.Table | None, to_read: list[DataFile], cols: tuple[tuple[str, HiveType], ...],
+               wanted: StatsOptions) -> tuple[pa.Table | None, list[DataFile]]:
+    """Rows of ``seed`` standing for files of ``to_read`` (same index shape, still fresh), and the files left."""
+    if seed is None or not to_read or columns_of(seed.schema) != cols or options_of(seed.schema) != wanted:
+        return None, to_read
+    _diff, kept = diff_files(seed, to_read)
+    if not kept:
+        return None, to_read
+    rows = seed.take(pa.array(kept, pa.int64()))
+    have = set(rows.column("path").to_pylist())
+    return rows, [f for f in to_read if f.path not in have]
 
 
 def commit_with_retry(
@@ -176,8 +193,9 @@ def update_index(
     options: StatsOptions | None = None,
     max_workers: int | None = None,
     progress: ProgressCallback | None = None,
-    show_progress: bool | None = None,
     conf: Mapping[str, str] | None = None,
+    engine: FooterEngine | None = None,
+    seed: pa.Table | None = None,
 ) -> tuple[int | None, FileDiff]:
     """Refresh the committed index against ``files`` (default: ``list_data_files``) and commit if anything changed.
 
@@ -193,7 +211,7 @@ def update_index(
     def update(snapshot: IndexSnapshot | None) -> pa.Table | None:
         table, diff = refresh_index(
             table_location, columns, file_list, snapshot, options=options, max_workers=max_workers,
-            progress=progress, show_progress=show_progress, conf=conf,
+            progress=progress, conf=conf, engine=engine, seed=seed,
         )
         diffs.append(diff)
         if snapshot is not None and (diff.is_empty or table.equals(snapshot.table, check_metadata=True)):

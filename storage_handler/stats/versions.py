@@ -103,6 +103,7 @@ def collect(storage: Storage, table: Location, number: int, keep: int = DEFAULT_
     now_ms = time.time() * 1000
     tombstone: list[str] = []
     doomed: list[str] = []
+    legacy_seen = False
     for entry in listing.files:
         match = _NAME.fullmatch(entry.name)
         if match is not None:
@@ -115,13 +116,15 @@ def collect(storage: Storage, table: Location, number: int, keep: int = DEFAULT_
                 doomed.append(entry.name)
         elif _LEGACY_NAME.fullmatch(entry.name):
             doomed.append(entry.name)  # a legacy version: superseded by this commit's numbering
+            legacy_seen = True
         elif entry.name.startswith(".tmp-") and now_ms - entry.mtime_ms > STALE_TEMP_SECONDS * 1000:
             doomed.append(entry.name)
     for name in tombstone:
         _write_tombstone(storage, folder.join(name).uri)
-    storage.delete([folder.join(n).uri for n in doomed])
-    legacy = [index.join(n).uri for n in (LEGACY_POINTER, LEGACY_LOCK)]
-    storage.delete(legacy)
+    if doomed:
+        storage.delete([folder.join(n).uri for n in doomed])
+    if legacy_seen:  # the pointer and lock of a legacy index (one request saved on every other commit)
+        storage.delete([index.join(n).uri for n in (LEGACY_POINTER, LEGACY_LOCK)])
     return sorted(tombstone + doomed)
 
 

@@ -32,7 +32,7 @@ def _table(name: str, root: Path):
 def test_create_builds_the_index_and_records_its_version(hms, tmp_path: Path) -> None:
     root = _dataset(tmp_path)
     hms.ensure_database("hook")
-    hooked.create_table(hms, _table("hook.ok", root), IndexMetaHook(show_progress=False))
+    hooked.create_table(hms, _table("hook.ok", root), IndexMetaHook())
     table = hms.get_table("hook", "ok")
     assert table.parameters["hsh.index.version"] == "1"
     assert load(str(root)).table.column("path").to_pylist() == ["p=1/f.parquet"]
@@ -43,17 +43,17 @@ def test_failed_index_write_creates_nothing(hms, tmp_path: Path) -> None:
     (root / "_hsh_index").write_text("a file where the index folder must go")  # a real fault, even for root
     hms.ensure_database("hook")
     with pytest.raises((StorageHandlerError, OSError)):
-        hooked.create_table(hms, _table("hook.badindex", root), IndexMetaHook(show_progress=False))
+        hooked.create_table(hms, _table("hook.badindex", root), IndexMetaHook())
     assert not hms.table_exists("hook", "badindex")
 
 
 def test_failed_create_rolls_back_the_index(hms, tmp_path: Path) -> None:
     other = _dataset(tmp_path / "other")
     hms.ensure_database("hook")
-    hooked.create_table(hms, _table("hook.taken", other), IndexMetaHook(show_progress=False))
+    hooked.create_table(hms, _table("hook.taken", other), IndexMetaHook())
     root = _dataset(tmp_path)
     with pytest.raises(AlreadyExistsError):  # the metastore refuses: the name is taken
-        hooked.create_table(hms, _table("hook.taken", root), IndexMetaHook(show_progress=False))
+        hooked.create_table(hms, _table("hook.taken", root), IndexMetaHook())
     assert not Path(index_dir(str(root))).exists()  # the index built in pre_create_table was removed
     assert load(str(other)) is not None  # the existing table's index is untouched
 
@@ -75,7 +75,7 @@ def test_failed_create_on_a_dead_metastore_rolls_back(tmp_path: Path) -> None:
         with MetastoreClient(info.uri, retries=1, backoff=0.1) as client:
             client.ensure_database("hook")
             with pytest.raises(StorageHandlerError):
-                hooked.create_table(client, _table("hook.dead", root), KillingHook(show_progress=False))
+                hooked.create_table(client, _table("hook.dead", root), KillingHook())
         assert not Path(index_dir(str(root))).exists()
         info = service.start()
         with MetastoreClient(info.uri) as client:

@@ -117,3 +117,21 @@ def test_registered_table_is_a_plain_hive_table(hms, events_dataset: Path) -> No
     assert not any(k.startswith("spark.sql.sources") for k in table.parameters), table.parameters
     assert table.parameters["hsh.storage_handler"] == "storage_handler.handler.StorageHandler"
     assert table.sd.inputFormat.endswith("MapredParquetInputFormat") and table.tableType == "EXTERNAL_TABLE"
+
+
+def test_registration_reads_each_footer_once(hms, events_dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pass over the footers gives the schema and the index rows; the index build reads none again."""
+    from storage_handler.storage.local import LocalStorage
+
+    opened: list[str] = []
+    real = LocalStorage.open_input
+
+    def counting(self, uri, entry=None):  # type: ignore[no-untyped-def]
+        opened.append(uri)
+        return real(self, uri, entry)
+
+    monkeypatch.setattr(LocalStorage, "open_input", counting)
+    result = _register(hms, "reg.once", events_dataset)
+    data_files = sorted(str(p) for p in events_dataset.rglob("*.parquet") if "_hsh_index" not in str(p))
+    assert sorted(u for u in opened if "_hsh_index" not in u) == data_files  # each once
+    assert result["index_version"] == 1 and result["files"] == len(data_files)

@@ -86,12 +86,16 @@ def test_build_index(tmp_path):
     assert [p for p, _ in stats_errors(index)] == ["dt=2024-01-02/broken.parquet"]
 
 
-def test_build_index_many_files_with_progress_bar_forced(tmp_path):
+def test_build_index_many_files_in_chunks(tmp_path):
+    from storage_handler.stats import LocalEngine
+
     for i in range(40):
         write(tmp_path, f"p{i:02d}.parquet", pa.table({"x": [i, i + 1]}))
+    calls: list[tuple[int, int]] = []
     index = build_index(str(tmp_path), parse_schema_text("x int"), list_data_files(str(tmp_path)),
-                        show_progress=True)
-    assert index.num_rows == 40
+                        engine=LocalEngine(max_workers=2, chunk_files=7), progress=lambda d, t: calls.append((d, t)))
+    assert index.num_rows == 40 and index.column("path").to_pylist() == sorted(index.column("path").to_pylist())
+    assert calls[-1] == (40, 40) and [d for d, _ in calls] == sorted(d for d, _ in calls)
     assert index.column("min_values").combine_chunks().field("x").to_pylist() == list(range(40))
 
 

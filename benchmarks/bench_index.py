@@ -1,0 +1,193 @@
+"""Building and refreshing the index of big tables: time and peak memory against the number of files.
+
+    .venv/bin/python benchmarks/bench_index.py [--sizes 20000 100000] [--repeat 3] [--million]
+
+For each size a table of tiny Parquet files (50 rows, 3 columns, 50 files per ``dt=`` partition) is generated once
+under ``benchmarks/data/index`` (gitignored; ``--million`` adds 1,000,000 files, about 4 GB, outside CI). In the
+same run, side by side:
+
+* **serial footers**: ``pq.read_metadata`` of every file, one after another -- the issue's baseline;
+* **register** with the local engine, serial (``--workers 1``) and concurrent (the default pool): a real
+  ``hsh register`` process against the embedded metastore (listing, one pass over the footers for the schema
+  and the index rows, partitions added, snapshot committed), its wall time and peak RSS (``wait4``);
+* **refresh after +1 %**: 1 % new files written, then ``hsh index refresh``: time, peak RSS, footers read.
+
+Output: ``benchmarks/results/index.md`` (table with the slope per file, machine, load, commit) and ``index.png``.
+Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DATA = HERE / "data" / "index"
+sys.path.insert(0, str(ROOT))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+PER_PARTITION = 50
+
+
+def generate(root: Path, files: int, start: int = 0) -> None:
+    """``files`` tiny files (ids clustered by file), ``PER_PARTITION`` per ``dt=`` folder; cached."""
+    marker = root / "_generated.json"
+    if start == 0 and marker.exists() and json.loads(marker.read_text()).get("files") == files:
+        return
+    for i in range(start, start + files):
+        folder = root / f"dt={i // PER_PARTITION:06d}"
+        if i % PER_PARTITION == 0 or i == start:
+            folder.mkdir(parents=True, exist_ok=True)
+        base = i * 50
+        pq.write_table(pa.table({"id": pa.array(range(base, base + 50), pa.int64()),
+                                 "s": [f"v{base + j}" for j in range(50)],
+                                 "x": pa.array([float(j) for j in range(50)])}), folder / f"part-{i:07d}.parquet")
+    if start == 0:
+        marker.write_text(json.dumps({"files": files}))
+
+
+def serial_footers(root: Path) -> float:
+    paths = sorted(glob.glob(str(root / "*" / "*.parquet")))
+    t0 = time.perf_counter()
+    for p in paths:
+        pq.read_metadata(p)
+    return time.perf_counter() - t0
+
+
+class Measured:
+    """Runs ``hsh`` children one at a time and records each one's own peak RSS (``wait4``)."""
+
+    @staticmethod
+    def hsh(*args: str) -> tuple[float, int, dict[str, Any]]:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "storage_handler.cli.main", *args, "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stderr is not None
+        out = proc.stdout.read()
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"hsh {' '.join(args)} failed: {err.strip()[-2000:]}")
+        return wall, usage.ru_maxrss // 1024, json.loads(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
+    parser.add_argument("--million", action="store_true", help="also 1,000,000 files (about 4 GB of disk)")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    sizes = [*args.sizes, *([1_000_000] if args.million else [])]
+
+    work = Path(tempfile.mkdtemp(prefix="hsh-bench-index-"))
+    os.environ["HSH_HOME"] = str(work / "home")
+    from metastore.local import LocalMetastore
+
+    metastore = LocalMetastore(work / "home")
+    uri = metastore.start().uri
+    rows: list[dict[str, Any]] = []
+    loads: list[float] = []
+    try:
+        for size in sizes:
+            root = DATA / f"t{size}"
+            print(f"{size} files: generating (cached) ...", flush=True)
+            generate(root, size)
+            row: dict[str, Any] = {"files": size}
+            row["serial footers s"] = statistics.median(serial_footers(root) for _ in range(args.repeat))
+            for label, extra in (("register serial", ["--workers", "1"]), ("register", [])):
+                walls, peaks = [], []
+                for r in range(args.repeat):
+                    table = f"bench.t{size}_{label.replace(' ', '_')}_{r}"
+                    shutil.rmtree(root / "_hsh_index", ignore_errors=True)
+                    loads.append(os.getloadavg()[0])
+                    wall, peak, _ = Measured.hsh("register", table, str(root), "--metastore", uri, *extra)
+                    walls.append(wall)
+                    peaks.append(peak)
+                row[f"{label} s"] = statistics.median(walls)
+                row[f"{label} peak MB"] = max(peaks)
+            # refresh after 1 % new files (then removed again, so the cached data stays as generated)
+            added = max(1, size // 100)
+            generate(root, added, start=size)
+            try:
+                wall, peak, out = Measured.hsh("index", "refresh", f"bench.t{size}_register_0", "--metastore", uri)
+                row["refresh +1% s"] = wall
+                row["refresh +1% peak MB"] = peak
+                row["refresh +1% footers read"] = len(out["added"]) + len(out["changed"]) + len(out["retried"])
+            finally:
+                for i in range(size, size + added):
+                    Path(root / f"dt={i // PER_PARTITION:06d}" / f"part-{i:07d}.parquet").unlink(missing_ok=True)
+            row["register / serial footers"] = row["register s"] / row["serial footers s"]
+            rows.append(row)
+            print(row, flush=True)
+    finally:
+        metastore.stop()
+    write_report(HERE / "results", rows, loads, args)
+    return 0
+
+
+def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], args: argparse.Namespace) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip()
+    keys = [k for k in rows[0] if k != "files"]
+    lines = [
+        "# Index build and refresh against table size (local disk, tiny files)",
+        "",
+        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, commit `{commit}`, 1-minute load "
+        f"during the runs {min(loads):.1f}-{max(loads):.1f}; medians of {args.repeat} runs (peak: the highest). "
+        "Generated by `benchmarks/bench_index.py`.",
+        "",
+        "| | " + " | ".join(f"{r['files']:,} files" for r in rows) + " |",
+        "|---|" + "---|" * len(rows),
+    ]
+    for key in keys:
+        lines.append(f"| {key} | " + " | ".join(
+            f"{r[key]:.2f}" if isinstance(r[key], float) else str(r[key]) for r in rows) + " |")
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        df = b["files"] - a["files"]
+        lines += ["", "Slope between the smallest and the largest size: "
+                  f"register {1e6 * (b['register s'] - a['register s']) / df:.0f} µs and "
+                  f"{1024 * (b['register peak MB'] - a['register peak MB']) / df:.2f} KB of peak memory per file; "
+                  f"serial footers {1e6 * (b['serial footers s'] - a['serial footers s']) / df:.0f} µs per file."]
+    (folder / "index.md").write_text("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no chart")
+        return
+    sizes = [r["files"] for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for key in ("serial footers s", "register serial s", "register s", "refresh +1% s"):
+        left.plot(sizes, [r[key] for r in rows], marker="o", label=key)
+    left.set(xscale="log", yscale="log", xlabel="files", ylabel="seconds", title="time")
+    left.legend(fontsize=7)
+    for key in ("register serial peak MB", "register peak MB", "refresh +1% peak MB"):
+        right.plot(sizes, [r[key] for r in rows], marker="o", label=key)
+    right.set(xscale="log", xlabel="files", ylabel="peak RSS (MB)", title="memory")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(folder / "index.png", dpi=110)
+    print(f"wrote {folder / 'index.md'} and index.png")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,226 @@
+"""One pass over a dataset's footers: its schemas and its index rows together (what registration needs).
+
+Registering a table needs the union of its files' schemas (to declare the table) and then every file's statistics
+against that union (to build the index). Done naively that reads every footer twice; on an object store each read
+is a request, and on a big local table it is most of the work. Here each footer is read once:
+
+* files are grouped by their schema (nearly always one group), and each file's statistics are taken against its
+  own group's columns -- the same values the union would give, since a column must have one Hive type across the
+  table (``metastore.dataset`` refuses it otherwise) and a column a file lacks is all null there;
+* at the end, :meth:`FooterScan.index_for` lifts every group's rows to the table's columns: a column a group lacks
+  is all null in those files (null count = record count, no bounds).
+
+Chunks of files are read by a pool: threads where footers wait on the network; processes on a local disk, where
+turning a footer into statistics is Python work that threads would serialize on the GIL (a process costs its
+start, so only for tables of many files, :data:`PROCESS_MIN_FILES`). Memory: per chunk an Arrow table per group,
+never a Python object per file of the whole dataset.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
+from storage_handler.stats.engine import CHUNK_FILES, LOCAL_WORKERS, REMOTE_WORKERS, ProgressCallback
+from storage_handler.stats.footer import (
+    FileStats,
+    StatsOptions,
+    read_file_stats,
+    read_footer,
+    stats_from_metadata,
+)
+from storage_handler.stats.index import index_schema, indexed_columns, stats_table
+from storage_handler.stats.listing import DataFile
+from storage_handler.storage import LOCAL, FileEntry, parse_location, storage_for
+from storage_handler.types import HiveType, arrow_to_hive
+
+PROCESS_MIN_FILES = 20_000  # below this, starting worker processes costs more than it saves
+
+
+@dataclass
+class _Group:
+    """Files sharing one schema: its Arrow form, the first file (in path order) with it, its indexed columns
+    (None: not plannable alone, e.g. two columns equal but for case: read again with the union)."""
+
+    arrow: pa.Schema
+    first: int
+    first_file: str
+    columns: tuple[tuple[str, HiveType], ...] | None
+
+
+@dataclass
+class _ChunkResult:
+    """What one chunk found: its groups, with each group's rows (or deferred files), and unreadable files."""
+
+    groups: list[tuple[_Group, pa.Table | None, list[DataFile]]]
+    unreadable: list[tuple[DataFile, str]]
+    files: int
+
+
+@dataclass
+class FooterScan:
+    """The result of one pass: distinct schemas (first file first) and index rows per schema group."""
+
+    groups: list[_Group] = field(default_factory=list)
+    rows: list[pa.Table] = field(default_factory=list)
+    unreadable: list[tuple[DataFile, str]] = field(default_factory=list)  # (file, why)
+    deferred: list[DataFile] = field(default_factory=list)  # files of groups read again with the union
+
+    @property
+    def schemas(self) -> list[tuple[pa.Schema, str]]:
+        """Each distinct Arrow schema with the first file (in path order) that has it, ordered by that file: the
+        same union and the same error messages whatever order the chunks finished in."""
+        return [(g.arrow, g.first_file) for g in sorted(self.groups, key=lambda g: g.first)]
+
+    def index_for(self, columns: Sequence[tuple[str, HiveType]], options: StatsOptions) -> pa.Table:
+        """Index rows of every readable file against the table's ``columns`` (files the scan deferred excluded:
+        the caller reads those, see :attr:`deferred`)."""
+        cols = indexed_columns(columns)
+        target = index_schema(cols, options)
+        parts = [_lift(table, target) for table in self.rows]
+        if self.unreadable:
+            parts.append(stats_table(cols, [(f, FileStats.failed(why)) for f, why in self.unreadable], options))
+        if not parts:
+            return target.empty_table()
+        return pa.concat_tables(parts).sort_by("path")
+
+    def _merge(self, result: _ChunkResult) -> None:
+        for group, rows, deferred in result.groups:
+            known = next((g for g in self.groups if g.arrow.equals(group.arrow)), None)
+            if known is None:
+                self.groups.append(group)
+            elif group.first < known.first:
+                known.first, known.first_file = group.first, group.first_file
+            if rows is not None:
+                self.rows.append(rows)
+            self.deferred.extend(deferred)
+        self.unreadable.extend(result.unreadable)
+
+
+def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
+                 conf: Mapping[str, str] | None = None, max_workers: int | None = None,
+                 progress: ProgressCallback | None = None, processes: bool | None = None) -> FooterScan:
+    """Read every file's footer once: schemas and statistics (see the module docstring). ``processes``: None
+    chooses (local disk and at least :data:`PROCESS_MIN_FILES` files on a machine of several cores)."""
+    location = parse_location(root)
+    storage_for(location.uri, conf)  # an unreachable scheme fails here, once
+    total = len(files)
+    cpus = os.cpu_count() or 1
+    if processes is None:
+        processes = location.kind == LOCAL and total >= PROCESS_MIN_FILES and cpus > 1
+    default = (cpus if processes else LOCAL_WORKERS) if location.kind == LOCAL else REMOTE_WORKERS
+    workers = min(max_workers or default, max(1, total))
+    size = min(CHUNK_FILES, max(1, -(-total // workers)))
+    scan = FooterScan()
+    conf_items = tuple(sorted((conf or {}).items()))
+    pool: Executor = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+                      if processes else ThreadPoolExecutor(workers, thread_name_prefix="hsh-scan"))
+    done = 0
+    with pool:
+        pending: set[Future[_ChunkResult]] = set()
+        starts = iter(range(0, total, size))
+        for start in starts:
+            pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, start,
+                                    tuple(files[start:start + size])))
+            if len(pending) >= 2 * workers:  # bounded: at most two chunks per worker in flight
+                break
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                result = future.result()
+                scan._merge(result)
+                done += result.files
+                if progress is not None:
+                    progress(done, total)
+                nxt = next(starts, None)
+                if nxt is not None:
+                    pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, nxt,
+                                            tuple(files[nxt:nxt + size])))
+    return scan
+
+
+def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOptions, start: int,
+                files: tuple[DataFile, ...]) -> _ChunkResult:
+    """Footers of one chunk (module level: it runs in worker processes too)."""
+    storage = storage_for(root, dict(conf))
+    base = root.rstrip("/")
+    local: list[tuple[pq.ParquetSchema, _Group, list[tuple[DataFile, FileStats]], list[DataFile]]] = []
+    bad: list[tuple[DataFile, str]] = []
+    for offset, f in enumerate(files):
+        uri = f"{base}/{f.path}"
+        entry = FileEntry(uri, f.size, f.mtime_ms, f.version)
+        try:
+            with storage.open_input(uri, entry) as source:
+                metadata = read_footer(source)
+        except StorageHandlerError:
+            raise  # storage itself failed (bucket, credentials, endpoint): not one bad file
+        except Exception as exc:  # noqa: BLE001 - an unreadable footer: the caller decides (refuse or record)
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            bad.append((f, f"{type(exc).__name__}: {text}"[:1000]))
+            continue
+        schema = metadata.schema
+        slot = next((s for s in local if s[0].equals(schema)), None)  # nearly always the first: one C++ compare
+        if slot is None:
+            arrow = schema.to_arrow_schema().remove_metadata()
+            try:
+                columns: tuple[tuple[str, HiveType], ...] | None = indexed_columns(
+                    (fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow)
+            except (SchemaError, StorageHandlerError):
+                columns = None
+            slot = (schema, _Group(arrow, start + offset, f.path, columns), [], [])
+            local.append(slot)
+        _, group, entries, deferred = slot
+        if group.columns is None:
+            deferred.append(f)
+        elif options.scan_float_columns or not options.membership.is_empty:  # needs the data: the regular path
+            entries.append((f, read_file_stats(uri, group.columns, options, storage=storage, entry=entry)))
+        else:
+            entries.append((f, stats_from_metadata(metadata, group.columns)))
+    groups = [(g, stats_table(g.columns, entries, options) if g.columns is not None and entries else None, deferred)
+              for _, g, entries, deferred in local]
+    return _ChunkResult(groups, bad, len(files))
+
+
+def _lift(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """``table`` (index rows against a group's columns) as rows of the ``target`` index schema: columns the group
+    lacks are all null in its files -- no bounds, null count = record count."""
+    if table.schema.equals(target, check_metadata=False):
+        return table.replace_schema_metadata(target.metadata)
+    records = table.column("num_records").combine_chunks()
+    arrays = []
+    for f in target:
+        if not pa.types.is_struct(f.type):
+            arrays.append(table.column(f.name) if f.name in table.column_names else pa.nulls(len(table), f.type))
+            continue
+        have = table.column(f.name).combine_chunks() if f.name in table.column_names else None
+        children = []
+        for child in f.type:
+            if have is not None and have.type.get_field_index(child.name) >= 0:
+                children.append(pc.struct_field(have, child.name).cast(child.type))
+            elif f.name == "null_count":
+                children.append(records.cast(child.type))
+            else:
+                children.append(pa.nulls(len(table), child.type))
+        if not children:
+            arrays.append(pa.array([{}] * len(table), f.type))
+        else:
+            arrays.append(pa.StructArray.from_arrays(children, fields=list(f.type)))
+    try:
+        return pa.Table.from_arrays(arrays, schema=target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise StatsIndexError(f"cannot align index rows to the table's columns ({exc}); rebuild the index") from exc
