@@ -7,13 +7,24 @@ Paths in the result are relative to the table location when the partition lies u
 the partition's own absolute location otherwise (a local path or a URI), so a partition registered in another
 folder or bucket is neither confused with one under the table nor able to pass for it. A registered partition
 whose folder is missing reads as empty, with a warning, as in Hive.
+
+The query path gets the files as columns (:class:`ScanFiles`), never as one Python object per file: the per-file
+work is the storage's own (one ``stat`` locally) plus a few list appends; paths, partition values and the scan
+batch are built by Arrow (DESIGN § 6: ~1 µs a file for a Python loop, ~30 ns in pyarrow.compute). At 200,000
+files that is the difference between 1.2 s and 0.05 s of assembling on top of the listing itself.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from storage_handler.catalog.partitions import Partition
 from storage_handler.errors import ConfigurationError, StorageError
@@ -24,59 +35,155 @@ from storage_handler.stats.listing import (
     unescape_partition_value,
     unescape_path_name,
 )
-from storage_handler.storage import LOCAL, Location, Storage, parse_location, storage_for
+from storage_handler.storage import LOCAL, DirListing, Location, Storage, parse_location, storage_for
 
 log = logging.getLogger(__name__)
 # Local disk: serial (see storage_handler.storage.local). Remote stores: a bounded pool, each listing a request.
 DEFAULT_THREADS = 1
 REMOTE_THREADS = 16
+_HIDDEN = ("_", ".")  # is_hidden's rule, inlined in the per-file loop
+PartitionPairs = tuple[tuple[str, str | None], ...]
+SCAN_SCHEMA = pa.schema([
+    ("path", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64()), ("version_tag", pa.string()),
+    ("partition_values", pa.map_(pa.string(), pa.string())),
+])
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFiles:
+    """The files a scan listed, as columns.
+
+    ``batch`` is the scan batch the evaluator reads (path, size, modification_time, version_tag,
+    partition_values); ``partition_of`` gives, per row, the position in ``partitions`` of the partition it was
+    listed under, whose ``(key, value)`` pairs (keys lower-cased, in key order) are ``partitions[i]``. Rows are
+    sorted by path (the index's order, so aligning them with the index needs no hash join in the usual case).
+    """
+
+    batch: pa.Table
+    partition_of: pa.Int32Array
+    partitions: tuple[PartitionPairs, ...]
+
+    @property
+    def num_rows(self) -> int:
+        return self.batch.num_rows
+
+    def filter(self, mask: pa.Array | pa.ChunkedArray) -> ScanFiles:
+        """The rows where ``mask`` is true (the files a query keeps), same partitions."""
+        rows = pc.indices_nonzero(mask)
+        return ScanFiles(self.batch.take(rows), pc.take(self.partition_of, rows), self.partitions)
+
+    def data_files(self) -> list[DataFile]:
+        """One :class:`DataFile` per row (callers that want rows; the query path stays columnar)."""
+        values = [dict(pairs) for pairs in self.partitions]
+        return [DataFile(path, size, mtime, values[part], tag) for path, size, mtime, tag, part in zip(
+            *(self.batch.column(n).to_pylist() for n in ("path", "size", "modification_time", "version_tag")),
+            self.partition_of.to_pylist(), strict=True)]
+
+
+def list_partition_batch(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
+                         threads: int | None = None, table: str = "?",
+                         storage: Storage | None = None) -> ScanFiles:
+    """The data files of ``partitions`` as columns, sorted by path, their partition values the metastore's."""
+    root = parse_location(table_location)
+    lowered = [k.lower() for k in keys]
+    located = []
+    for partition in partitions:
+        folder = _partition_location(partition, table)
+        rel = folder.relative_to(root)
+        prefix = (f"{rel}/" if rel else "") if rel is not None else folder.uri.rstrip("/") + "/"
+        located.append((prefix, partition, folder))
+    located.sort(key=lambda item: item[0])
+
+    def one(item: tuple[str, Partition, Location]) -> DirListing | None:
+        _prefix, partition, folder = item
+        store = storage if storage is not None and _same_store(folder, root) else storage_for(folder.uri)
+        listing = store.list_dir(folder.uri)
+        if listing is None:
+            log.warning("table %s: partition %s is registered at %s, which does not exist or holds nothing: "
+                        "read as empty", table, partition.name, partition.location)
+        return listing
+
+    if threads is None:
+        threads = DEFAULT_THREADS if root.kind == LOCAL else REMOTE_THREADS
+    if len(located) <= 1 or threads <= 1:
+        listings = [one(item) for item in located]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(located)), thread_name_prefix="hsh-list") as pool:
+            listings = list(pool.map(one, located))
+    pairs = tuple(tuple(zip(lowered, p.values, strict=True)) for _, p, _ in located)
+    return _assemble([prefix for prefix, _, _ in located], pairs, listings, lowered)
+
+
+def list_table_batch(table_location: str, *, table: str = "?", storage: Storage | None = None) -> ScanFiles:
+    """The data files of an unpartitioned table as columns: the visible files directly in its folder."""
+    root = parse_location(table_location)
+    store = storage or storage_for(root.uri)
+    listing = store.list_dir(root.uri)
+    if listing is None and root.kind == LOCAL and store.stat(root.uri) is not None:
+        raise StorageError(f"table {table}: location {table_location!r} is a file, not a folder of data files")
+    return _assemble([""], ((),), [listing], [])
 
 
 def list_partition_files(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
                          threads: int | None = None, table: str = "?",
                          storage: Storage | None = None) -> list[DataFile]:
     """The data files of ``partitions``, sorted by path, their partition values the metastore's."""
-    root = parse_location(table_location)
-    lowered = [k.lower() for k in keys]
-
-    def one(partition: Partition) -> list[DataFile]:
-        folder = _partition_location(partition, table)
-        store = storage if storage is not None and _same_store(folder, root) else storage_for(folder.uri)
-        values = dict(zip(lowered, partition.values, strict=True))
-        listing = store.list_dir(folder.uri)
-        if listing is None:
-            log.warning("table %s: partition %s is registered at %s, which does not exist or holds nothing: "
-                        "read as empty", table, partition.name, partition.location)
-            return []
-        rel = folder.relative_to(root)
-        prefix = (f"{rel}/" if rel else "") if rel is not None else folder.uri.rstrip("/") + "/"
-        return [DataFile(prefix + f.name, f.size, f.mtime_ms, values, f.version)
-                for f in listing.files if not is_hidden(f.name)]
-
-    if threads is None:
-        threads = DEFAULT_THREADS if root.kind == LOCAL else REMOTE_THREADS
-    if len(partitions) <= 1 or threads <= 1:
-        chunks = [one(p) for p in partitions]
-    else:
-        with ThreadPoolExecutor(max_workers=min(threads, len(partitions)), thread_name_prefix="hsh-list") as pool:
-            chunks = list(pool.map(one, partitions))
-    files = [f for chunk in chunks for f in chunk]
-    files.sort(key=lambda f: f.path)
-    return files
+    return list_partition_batch(table_location, keys, partitions, threads=threads, table=table,
+                                storage=storage).data_files()
 
 
 def list_table_files(table_location: str, *, table: str = "?", storage: Storage | None = None) -> list[DataFile]:
     """The data files of an unpartitioned table: the visible files directly in its folder (as Hive reads it)."""
-    root = parse_location(table_location)
-    store = storage or storage_for(root.uri)
-    listing = store.list_dir(root.uri)
-    if listing is None:
-        if root.kind == LOCAL and store.stat(root.uri) is not None:
-            raise StorageError(f"table {table}: location {table_location!r} is a file, not a folder of data files")
-        return []
-    files = [DataFile(f.name, f.size, f.mtime_ms, {}, f.version) for f in listing.files if not is_hidden(f.name)]
-    files.sort(key=lambda f: f.path)
-    return files
+    return list_table_batch(table_location, table=table, storage=storage).data_files()
+
+
+def _assemble(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], listings: Sequence[DirListing | None],
+              keys: Sequence[str]) -> ScanFiles:
+    """The listings (one per partition, in ``prefixes`` order, sorted) as one sorted scan batch.
+
+    Per file only list appends happen here; each folder's entries are sorted by name (a few dozen strings), so
+    with the partitions sorted by prefix the whole batch is sorted by path -- unless one partition's folder lies
+    inside another's (then the prefixes nest and one stable Arrow sort puts the rows in order).
+    """
+    names: list[str] = []
+    sizes: list[int] = []
+    mtimes: list[int] = []
+    tags: list[str | None] = []
+    counts: list[int] = []
+    for listing in listings:
+        if listing is None:
+            counts.append(0)
+            continue
+        entries = [f for f in listing.files if not f[0].startswith(_HIDDEN)]
+        entries.sort()  # by name: unique in a folder, so the other fields are never compared
+        if entries:
+            n, s, m, t = zip(*entries, strict=True)
+            names += n
+            sizes += s
+            mtimes += m
+            tags += t
+        counts.append(len(entries))
+    partition_of = pa.array(np.repeat(np.arange(len(counts), dtype=np.int32), counts), pa.int32())
+    name_array = pa.array(names, pa.string())
+    if any(prefixes):
+        paths = pc.binary_join_element_wise(pc.take(pa.array(prefixes, pa.string()), partition_of), name_array, "")
+    else:
+        paths = name_array
+    batch = pa.Table.from_arrays([
+        paths, pa.array(sizes, pa.int64()), pa.array(mtimes, pa.int64()), pa.array(tags, pa.string()),
+        pc.take(_partition_maps(pairs, keys), partition_of),
+    ], schema=SCAN_SCHEMA)
+    if any(b.startswith(a) for a, b in zip(prefixes, prefixes[1:], strict=False)):
+        order = pc.sort_indices(batch.column("path"))  # stable: nested folders, or one folder registered twice
+        batch, partition_of = batch.take(order), pc.take(partition_of, order)
+    return ScanFiles(batch, partition_of, pairs)
+
+
+def _partition_maps(pairs: tuple[PartitionPairs, ...], keys: Sequence[str]) -> pa.MapArray:
+    """One ``partition_values`` map per partition, built from flat arrays (no Python object per entry)."""
+    offsets = pa.array(np.arange(len(pairs) + 1, dtype=np.int32) * len(keys), pa.int32())
+    return pa.MapArray.from_arrays(offsets, pa.array(list(keys) * len(pairs), pa.string()),
+                                   pa.array([v for p in pairs for _, v in p], pa.string()))
 
 
 def unregistered_folders(table_location: str, keys: Sequence[str], registered: Collection[str], *,
@@ -114,7 +221,7 @@ def index_prefixes(table_location: str, partitions: Sequence[Partition]) -> list
     root = parse_location(table_location)
     out = []
     for p in partitions:
-        folder = parse_location(p.location)
+        folder = _parse(p.location)
         rel = folder.relative_to(root)
         if rel == "":
             return None
@@ -129,9 +236,23 @@ def is_under(table_location: str, location: str) -> bool:
 
 def _partition_location(partition: Partition, table: str) -> Location:
     try:
-        return parse_location(partition.location)
+        return _parse(partition.location)
     except ConfigurationError as exc:
         raise ConfigurationError(f"table {table}: partition {partition.name}: {exc}") from exc
+
+
+def _parse(location: str) -> Location:
+    """``parse_location``, remembered for absolute locations: a query of a big table parses thousands of
+    partition locations (``file:`` URIs go through ``urlparse``, ~10 µs each), and the next query the same ones.
+    A relative path is not remembered (it depends on the working directory)."""
+    if location.startswith(("/", "file:/")) or "://" in location:
+        return _parse_absolute(location)
+    return parse_location(location)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_absolute(location: str) -> Location:
+    return parse_location(location)
 
 
 def _same_store(a: Location, b: Location) -> bool:

@@ -41,6 +41,16 @@ class PartitionSource(Protocol):
         ...
 
 
+def all_partitions(source: PartitionSource) -> list[Partition]:
+    """Every partition with its location: one call where the source offers ``all()`` (the metastore's
+    ``get_partitions``), else its names and then those partitions."""
+    everything = getattr(source, "all", None)
+    if callable(everything):
+        found: list[Partition] = everything()
+        return found
+    return source.by_names(source.names())
+
+
 @dataclass(frozen=True, slots=True)
 class StaticPartitions:
     """A fixed list of partitions (tests, and callers that already hold them)."""
@@ -53,6 +63,9 @@ class StaticPartitions:
     def by_names(self, names: Sequence[str]) -> list[Partition]:
         wanted = set(names)
         return [p for p in self.partitions if p.name in wanted]
+
+    def all(self) -> list[Partition]:
+        return list(self.partitions)
 
 
 def parse_partition_name(name: str, keys: Sequence[str], table: str = "?") -> tuple[str | None, ...]:

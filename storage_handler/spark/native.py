@@ -88,7 +88,7 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
         result, _props = list_status_for(desc, pruning_where)
         pushed = [pruning_where] if pruning_where else []
     record_scan({**result.metrics.as_dict(), "path": "read_table", "where": where, "pushed_filters": pushed})
-    df = _over_kept_files(spark, factory, desc, result.files) if factory is not None else \
+    df = _over_kept_files(spark, factory, desc, result) if factory is not None else \
         _over_paths(spark, desc, result.files)
     # named like the table, as spark.table(...) is, so that `where` may say t.x or correlate a subquery with it
     df = df.select(*[f"`{n.replace('`', '``')}`" for n, _ in desc.schema]).alias(desc.name.split(".")[-1])
@@ -140,20 +140,20 @@ def _hiveql_reads_it_as_spark(spark: SparkSession, where: str) -> bool:
     )
 
 
-def _over_kept_files(spark: SparkSession, factory: Any, desc: TableDesc, files: Sequence[FileStatus]) -> DataFrame:
-    """Spark's native Parquet relation over exactly ``files``, built by the session extension's classes.
+def _over_kept_files(spark: SparkSession, factory: Any, desc: TableDesc, result: ListStatusResult) -> DataFrame:
+    """Spark's native Parquet relation over exactly the files ``result`` kept, built by the extension's classes.
 
     Spark neither lists nor stats the files again (that costs ~50 us a file on a local disk, a request each on
     object storage). ``factory`` is :func:`_relations`' class.
     """
     from pyspark.sql import DataFrame
 
-    from storage_handler.spark.planning import file_rows
+    from storage_handler.spark.planning import file_rows_json
     from storage_handler.spark.table_props import TableIdentity
 
     table = TableIdentity(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri,
                           storage_pairs(desc.parameters)).to_contract()
-    relation = factory.keptFiles(spark._jsparkSession, json.dumps(table), json.dumps(file_rows(desc.location, files)))
+    relation = factory.keptFiles(spark._jsparkSession, json.dumps(table), file_rows_json(desc.location, result.kept))
     return DataFrame(spark._jsparkSession.baseRelationToDataFrame(relation), spark)
 
 

@@ -15,44 +15,82 @@ gets one answer line::
 
 The table identity comes from the schema's field metadata exactly as in the Python data source, and planning is
 :mod:`storage_handler.spark.planning`'s, so both Spark paths keep the same files. With ``record`` the scan's
-metrics are appended to the scan log (``last_scan_metrics()``, path ``spark-native``). Nothing but answers is
+metrics are appended to the scan log (``last_scan_metrics()``, path ``spark-native``) right after the answer is
+written: the query, which still has to run, does not wait for the log. Nothing but answers is
 written to stdout: logging, stray prints and native libraries writing to fd 1 all go to stderr, which the
 driver inherits.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import sys
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from storage_handler import contract
 from storage_handler.errors import StorageHandlerError
+
+if TYPE_CHECKING:
+    from storage_handler.spark.planning import Configured
 
 log = logging.getLogger(__name__)
 PATH = "spark-native"
 
 
-def handle(request: dict[str, Any]) -> dict[str, Any]:
-    """The answer to one request (errors the user can act on become ``{"ok": false}``)."""
-    from storage_handler.spark.filter_json import decode_filters
-    from storage_handler.spark.planning import configure, file_rows, list_files
-    from storage_handler.spark.table_props import TableIdentity
+def handle(request: dict[str, Any], deferred: list[Callable[[], None]] | None = None) -> dict[str, Any]:
+    """The answer to one request as a dict (what :func:`serve` writes, as :func:`answer_line`, on one line)."""
+    answer: dict[str, Any] = json.loads(answer_line(request, deferred))
+    return answer
+
+
+def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | None = None) -> str:
+    """The answer to one request as one line of JSON (errors the user can act on raise StorageHandlerError).
+
+    The kept files' part is written from their columns (:func:`~storage_handler.spark.planning.file_rows_json`),
+    never as a Python object per file. With ``deferred``, work the answer does not need (recording the scan's
+    metrics) is appended there, for the caller to run once the answer is on its way: the query waits for the
+    answer, not for the scan log.
+    """
+    from storage_handler.spark.metrics import record_scan
+    from storage_handler.spark.planning import file_rows_json, list_files
 
     if request.get("op") != "scan":
         raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
     contract.check_version(request)
     contract.require(request, contract.SCAN_REQUEST, "scan request")
-    identity = TableIdentity.from_contract(request["table"])
+    location, configured = _configured(json.dumps([request["table"], request["filters"]], sort_keys=True))
+    result = list_files(configured, path=PATH, record=False)
+    if request["record"]:
+        entry = {**result.metrics.as_dict(), "path": PATH, "pushed_filters": list(configured.pushed_filters)}
+        if deferred is None:
+            record_scan(entry)
+        else:
+            deferred.append(lambda: record_scan(entry))
+    metrics = json.dumps(contract.answer_metrics(result.metrics.as_dict()), default=str)
+    return f'{{"ok": true, "files": {file_rows_json(location, result.kept)}, "metrics": {metrics}}}'
+
+
+@functools.lru_cache(maxsize=128)
+def _configured(key: str) -> tuple[str, Configured]:
+    """The table's location and the scan's job properties for one (table, filters) pair of a request.
+
+    The JVM asks about the same table with the same filters many times (every run of a query, and twice while
+    planning one); building the job properties from them is a pure function worth ~1.5 ms, so it is done once.
+    """
+    from storage_handler.spark.filter_json import decode_filters
+    from storage_handler.spark.planning import configure
+    from storage_handler.spark.table_props import TableIdentity
+
+    table, nodes = json.loads(key)
+    identity = TableIdentity.from_contract(table)
     # a filter value this side cannot decode (a date beyond Python's years) only prunes less
-    filters = decode_filters(request["filters"], on_undecodable=lambda e: log.warning(
+    filters = decode_filters(nodes, on_undecodable=lambda e: log.warning(
         "hsh prune service: filter left out of pruning (%s)", e))
-    configured = configure(identity, filters)
-    result = list_files(configured, path=PATH, record=bool(request["record"]))
-    return {"ok": True, "files": file_rows(identity.location, result.files),
-            "metrics": contract.answer_metrics(result.metrics.as_dict())}
+    return identity.location, configure(identity, filters)
 
 
 def serve(requests: IO[str], answers: IO[str]) -> None:
@@ -60,15 +98,21 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
     for line in requests:
         if not line.strip():
             continue
+        deferred: list[Callable[[], None]] = []
         try:
-            answer = handle(json.loads(line))
+            answer = answer_line(json.loads(line), deferred)
         except StorageHandlerError as e:
-            answer = {"ok": False, "error": str(e)}
+            answer = json.dumps({"ok": False, "error": str(e)})
         except Exception as e:  # noqa: BLE001 - the query must fail with the cause, and the service live on
             log.exception("hsh prune service: request failed")
-            answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        answers.write(json.dumps(answer, default=str) + "\n")
+            answer = json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"})
+        answers.write(answer + "\n")
         answers.flush()
+        for task in deferred:
+            try:
+                task()
+            except Exception:  # noqa: BLE001 - the answer is out; the next request must still be served
+                log.exception("hsh prune service: recording a scan failed")
 
 
 def main() -> None:

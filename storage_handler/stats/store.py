@@ -30,6 +30,7 @@ from storage_handler.errors import ObjectChangedError, StatsIndexError, StorageE
 from storage_handler.stats import versions
 from storage_handler.stats.index import columns_of, index_schema, options_of, unsafe_paths
 from storage_handler.stats.membership import project, projection
+from storage_handler.stats.snapshot_cache import CACHE
 from storage_handler.stats.versions import DEFAULT_KEEP, INDEX_DIR
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 from storage_handler.types import HiveType
@@ -74,7 +75,7 @@ def current_version(table_location: str, conf: Mapping[str, str] | None = None) 
 
 
 def load(table_location: str, prefixes: Sequence[str] | None = None, membership: Collection[str] | None = None, *,
-         conf: Mapping[str, str] | None = None) -> IndexSnapshot | None:
+         conf: Mapping[str, str] | None = None, cached: bool = False) -> IndexSnapshot | None:
     """The current index snapshot, validated; None when the table has no index yet.
 
     With ``prefixes`` (folder paths ending in ``/``, as the index names files: relative to the table, or absolute),
@@ -83,6 +84,10 @@ def load(table_location: str, prefixes: Sequence[str] | None = None, membership:
 
     With ``membership`` (column names), only those columns' bloom filters and value lists are read (the filters
     of a query's own columns; ``()`` reads none); the snapshot then records only those (never commit it).
+
+    With ``cached`` (the query path), row groups decoded by an earlier query of the same snapshot are reused
+    (:mod:`storage_handler.stats.snapshot_cache`: snapshots are immutable, and the current version is still
+    listed on every call), and with ``prefixes`` only the rows under them are returned, in path order.
 
     Raises StatsIndexError when the snapshot is corrupt or the index names unsafe paths.
     """
@@ -98,11 +103,15 @@ def load(table_location: str, prefixes: Sequence[str] | None = None, membership:
                                       "point the table at its folder")
             return None
         try:
+            if cached and found.entry is not None and CACHE.max_bytes > 0:
+                table = CACHE.rows(storage, found, prefixes, membership,
+                                   lambda raw: validate_table(raw, table_location))
+                return IndexSnapshot(found.number, table, found.uri, columns_of(table.schema))
             table = project(_read(storage, found, prefixes, membership), membership)
         except (FileNotFoundError, ObjectChangedError):
             time.sleep(0.01)  # a concurrent commit collected it: list again
             continue
-        except StorageError:
+        except (StorageError, StatsIndexError):
             raise
         except Exception as exc:  # noqa: BLE001 - any unreadable snapshot is corruption
             raise StatsIndexError(

@@ -51,6 +51,17 @@ def test_java_request_python_answer_java_reading(spark, table_json: str) -> None
     assert all(Path(uri.removeprefix("file://")).is_file() for uri, _, _ in read)
 
 
+@pytest.mark.parametrize("uri", [
+    "file:///work/t/d=1/part-0.parquet", "file:///a b/c%41/é.parquet", "file:///x/a:b?c#d.parquet",
+    "s3a://bucket/k/d=__HIVE_DEFAULT_PARTITION__/f", "s3a://bucket/f", "file:///x//y", "file:///x/y/", "rel/x",
+    "file:/x/y", "gs://b/" + "😀/[1]{2}^",
+])
+def test_the_file_index_makes_the_path_hadoop_makes(spark, uri: str) -> None:
+    """Kept files' Paths are built without Path's string normalization, and must still equal Hadoop's."""
+    hadoop = spark._jvm.org.apache.hadoop.fs.Path(uri)
+    assert _relations(spark).pathOf(uri) == f"{hadoop.toString()} {hadoop.toUri().toString()}"
+
+
 @pytest.mark.parametrize("broken", ["metric", "files", "row"])
 def test_a_field_missing_from_the_answer_fails_naming_it(spark, table_json: str, broken: str) -> None:
     request = json.loads(_relations(spark).scanRequest(spark._jsparkSession, table_json, TABLE, "c_bigint < 30"))

@@ -194,6 +194,42 @@ def test_prune_service_protocol(typed: Path, metastore_uri: str) -> None:
     assert not no_location["ok"] and "lacks 'location'" in no_location["error"]
 
 
+def test_prune_service_repeats_see_storage_anew_and_log_after_answering(tmp_path: Path, hsh_home: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service remembers how a (table, filters) pair is configured, never what storage held: a file written
+    between two identical requests is read by the second. Scans are logged after the answer; a log that cannot
+    be written costs the log line, never the answer or the next request."""
+    from storage_handler.contract import VERSION
+    from storage_handler.spark import metrics
+    from storage_handler.spark.prune_service import serve
+    from storage_handler.spark.table_props import TableIdentity
+    from storage_handler.stats import update_index
+    from storage_handler.types import parse_hive_type
+    from tests.reliability.util import ints, write_parquet
+
+    root = tmp_path / "t"
+    write_parquet(root / "a.parquet", ints(range(0, 10)))
+    columns = (("v", parse_hive_type("bigint")),)
+    update_index(str(root), columns)
+    table = TableIdentity("native.repeat", str(root), columns, ()).to_contract()
+    request = json.dumps({"op": "scan", "contract": VERSION, "table": table, "record": True,
+                          "filters": [{"op": "EqualTo", "attribute": "v", "value": {"t": "int", "v": 15}}]}) + "\n"
+    answers = []
+    for step in range(3):
+        if step == 1:
+            write_parquet(root / "b.parquet", ints(range(10, 20)))  # unknown to the index: kept
+        if step == 2:
+            monkeypatch.setattr(metrics, "record_scan", lambda entry: (_ for _ in ()).throw(RuntimeError("gone")))
+        out = io.StringIO()
+        serve(io.StringIO(request * 2), out)
+        answers.append([json.loads(line) for line in out.getvalue().splitlines()])
+    assert [[a["metrics"]["files_kept"] for a in pair] for pair in answers] == [[0, 0], [1, 1], [1, 1]]
+    assert answers[1][0]["files"][0][0].endswith("/b.parquet")
+    monkeypatch.undo()
+    logged = [e for e in metrics.scan_history("native.repeat") if e.get("path") == "spark-native"]
+    assert [e["files_kept"] for e in logged] == [0, 0, 1, 1]  # the third pair's log failed, its answers did not
+
+
 def test_insert_into_works_and_new_rows_are_read_before_the_index_knows_them(spark, metastore_uri: str,
                                                                              tmp_path: Path) -> None:
     """A handler session writes through Spark's own Hive write path, as any session does; the new file is unknown
@@ -231,8 +267,9 @@ def test_prune_service_stdout_carries_only_answers() -> None:
     import subprocess
     import sys
 
-    noisy = ("import os, storage_handler.spark.prune_service as p; real = p.handle; "
-             "p.handle = lambda r: (os.write(1, b'native noise\\n'), print('stray print'), real(r))[2]; p.main()")
+    noisy = ("import os, storage_handler.spark.prune_service as p; real = p.answer_line; "
+             "p.answer_line = lambda r, *more: (os.write(1, b'native noise\\n'), print('stray print'), "
+             "real(r, *more))[2]; p.main()")
     proc = subprocess.run([sys.executable, "-c", noisy], input='{"op": "nope"}\n', capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr

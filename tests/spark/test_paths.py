@@ -132,7 +132,7 @@ def test_read_table_without_the_extension_reads_the_same_rows(spark, typed_table
     result, _ = list_status_for(desc, "bucket = 10")
     names = [n for n, _ in desc.schema]
     by_paths = _over_paths(spark, desc, result.files).select(*names)
-    kept = _over_kept_files(spark, _relations(spark), desc, result.files)
+    kept = _over_kept_files(spark, _relations(spark), desc, result)
     assert _rows(by_paths.collect()) == _rows(kept.select(*names).collect())
     assert len(by_paths.collect()) == 6 * 40
     assert _over_paths(spark, desc, ()).count() == 0

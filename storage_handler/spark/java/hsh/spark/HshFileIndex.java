@@ -212,7 +212,7 @@ public final class HshFileIndex implements FileIndex {
         JsonNode v = partition.get(field.name());
         values.add(v == null || v.isNull() ? null : v.asText());
       }
-      Path path = new Path(Contract.fileField(f, "uri", table.name).asText());
+      Path path = FileSystems.path(Contract.fileField(f, "uri", table.name).asText());
       if (schemes.add(String.valueOf(path.toUri().getScheme()))) {
         FileSystems.check(session, table.name, path.toString()); // a partition registered on another store
       }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -95,6 +96,12 @@ public final class HshRelations {
       throws IOException {
     return HshFileIndex.request(session, HshTable.fromJson(tableJson), conjuncts(session.table(table), where), false)
         .toString();
+  }
+
+  /** The {@link Path} the file index makes of a kept file's URI, as text (for the contract test). */
+  public static String pathOf(String uri) {
+    Path path = FileSystems.path(uri);
+    return path.toString() + " " + path.toUri().toString();
   }
 
   /** Read an answer's kept files as the file index does (for the contract test): {@code [uri, bytes, mtime]}s. */
