@@ -12,7 +12,9 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
 from storage_handler.stats.file_diff import FileDiff, compare
@@ -70,7 +72,9 @@ def refresh_index(
     job = FooterJob(table_location, cols, wanted, tuple(sorted((conf or {}).items())))
     seeded, to_read = _from_seed(seed, to_read, cols, wanted)
     fresh = (engine or LocalEngine(max_workers)).read(job, to_read, progress)
-    if seeded is not None:
+    if seeded is not None and fresh.num_rows == 0:  # registration: every row came from the scan, in path order
+        fresh = seeded if seeded.schema.equals(fresh.schema) else seeded.cast(fresh.schema)
+    elif seeded is not None:
         fresh = pa.concat_tables([seeded.cast(fresh.schema), fresh]).sort_by("path")
     if prev_table is None or not len(kept):
         return fresh, diff
@@ -95,7 +99,11 @@ def _from_seed(seed: pa.Table | None, to_read: list[DataFile], cols: tuple[tuple
     kept = found.kept
     if not kept.any():
         return None, to_read
-    return seed.take(found.kept_rows()), [f for f, k in zip(to_read, kept, strict=True) if not k]
+    rows = found.kept_rows()
+    if kept.all() and len(rows) == seed.num_rows and \
+            pc.all(pc.equal(rows, pa.array(np.arange(len(rows), dtype=np.int32)))).as_py():
+        return seed, []  # the whole seed, in order (registration): no copy of the index
+    return seed.take(rows), [f for f, k in zip(to_read, kept, strict=True) if not k]
 
 
 def commit_with_retry(

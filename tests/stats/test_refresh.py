@@ -132,3 +132,66 @@ def test_commit_with_retry_gives_up(tmp_path):
     with pytest.raises(IndexConflictError):
         commit_with_retry(loc, always_beaten, attempts=3, base_delay=0.0)
     assert commit_with_retry(loc, lambda s: None) == load(loc).version
+
+
+class CountingEngine:
+    """A local engine that records which files it was asked to read."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        from storage_handler.stats import LocalEngine
+
+        self.local = LocalEngine(max_workers=1)
+        self.asked: list[str] = []
+
+    def read(self, job, files, progress=None):
+        self.asked += [f.path for f in files]
+        return self.local.read(job, files, progress)
+
+
+def test_a_seed_stands_for_the_files_it_covers_and_only_those(tmp_path):
+    """Registration's seed rows are used as they are when they cover every file, in order (no footer read);
+    a file the seed lacks, or whose seed row went stale, is still read."""
+    loc = str(tmp_path)
+    for name, xs in (("dt=1/a.parquet", [1]), ("dt=1/b.parquet", [2, 3]), ("dt=2/c.parquet", [4])):
+        write(loc, name, pa.table({"x": xs}))
+    files = list_data_files(loc, ["dt"])
+    seed = build_index(loc, COLUMNS, files)
+
+    engine = CountingEngine()
+    whole, _ = refresh_index(loc, COLUMNS, files, None, seed=seed, engine=engine)
+    assert engine.asked == [] and whole.equals(seed, check_metadata=True)
+
+    partial_seed = build_index(loc, COLUMNS, [f for f in files if f.path != "dt=1/b.parquet"])
+    engine = CountingEngine()
+    table, _ = refresh_index(loc, COLUMNS, files, None, seed=partial_seed, engine=engine)
+    assert engine.asked == ["dt=1/b.parquet"] and table.equals(seed, check_metadata=True)
+
+    stale = [f._replace(size=f.size + 1) if f.path == "dt=2/c.parquet" else f for f in files]
+    engine = CountingEngine()
+    refresh_index(loc, COLUMNS, stale, None, seed=seed, engine=engine)
+    assert engine.asked == ["dt=2/c.parquet"]
+
+
+def test_diff_compares_partition_values_and_version_tags(tmp_path):
+    """Vectorized comparison: a NULL partition value differs from the text 'null', a missing version tag is never
+    trusted, a failed footer is retried, an index path nobody listed is removed."""
+    loc = str(tmp_path)
+    write(loc, "p=1/a.parquet", pa.table({"x": [1]}))
+    write(loc, "p=1/b.parquet", pa.table({"x": [2]}))
+    files = list_data_files(loc, ["p"])
+    index = build_index(loc, COLUMNS, files)
+    a, b = files
+    same, kept = diff_files(index, files)
+    assert same == FileDiff() and kept == [0, 1]
+    listed = [a._replace(partition_values={"p": None}), b._replace(version=None),
+              DataFile("p=2/c.parquet", 1, 1, {"p": "2"}, "t")]
+    diff, kept = diff_files(index, listed)
+    assert diff == FileDiff(added=("p=2/c.parquet",), changed=("p=1/a.parquet", "p=1/b.parquet")) and kept == []
+    diff, _ = diff_files(index, [a])
+    assert diff.removed == ("p=1/b.parquet",)
+    failed = index.set_column(index.schema.get_field_index("stats_error"), "stats_error",
+                              pa.array(["boom", None], pa.string()))
+    diff, kept = diff_files(failed, files)
+    assert diff.retried == ("p=1/a.parquet",) and kept == [1]
