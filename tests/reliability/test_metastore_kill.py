@@ -40,8 +40,8 @@ from tests.reliability.util import (
 )
 
 PARTITIONS = 2000
-BATCH = "50"
-KILL_AFTER = 100  # partitions the metastore must hold before it is killed: the kill lands mid-command
+BATCH = "20"  # small batches: four connections add them, and the kill must still land mid-command
+KILL_AFTER = 20  # partitions the metastore must hold before it is killed: the kill lands mid-command
 LOCKED_PARTITIONS = 400
 
 
