@@ -1,6 +1,6 @@
 """Building and refreshing the index of big tables: time and peak memory against the number of files.
 
-    .venv/bin/python benchmarks/bench_index.py [--sizes 20000 100000] [--repeat 3] [--million]
+    .venv/bin/python benchmarks/bench_index.py [--sizes 20000 100000] [--repeat 3] [--million] [--report index]
 
 For each size a table of tiny Parquet files (50 rows, 3 columns, 50 files per ``dt=`` partition) is generated once
 under ``benchmarks/data/index`` (gitignored; ``--million`` adds 1,000,000 files, about 4 GB, outside CI). In the
@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
     parser.add_argument("--million", action="store_true", help="also 1,000,000 files (about 4 GB of disk)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--report", default="index", help="name of the report files (default: index.md/.png)")
     args = parser.parse_args(argv)
     sizes = [*args.sizes, *([1_000_000] if args.million else [])]
 
@@ -210,7 +211,7 @@ def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], a
                   f"register {1e6 * (b['register s'] - a['register s']) / df:.0f} µs and "
                   f"{1024 * (b['register peak MB'] - a['register peak MB']) / df:.2f} KB of peak memory per file; "
                   f"serial footers {1e6 * (b['serial footers s'] - a['serial footers s']) / df:.0f} µs per file."]
-    (folder / "index.md").write_text("\n".join(lines) + "\n")
+    (folder / f"{args.report}.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
 
@@ -230,8 +231,8 @@ def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], a
     right.set(xscale="log", xlabel="files", ylabel="peak memory (MB)", title="memory")
     right.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(folder / "index.png", dpi=110)
-    print(f"wrote {folder / 'index.md'} and index.png")
+    fig.savefig(folder / f"{args.report}.png", dpi=110)
+    print(f"wrote {folder / args.report}.md and .png")
 
 
 if __name__ == "__main__":

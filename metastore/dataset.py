@@ -26,6 +26,7 @@ from storage_handler.errors import DatasetError, SchemaError
 from storage_handler.stats.engine import FooterEngine, LocalEngine, ProgressCallback, build_index
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.listing import DataFile, absolute_path, list_data_files, partition_path
+from storage_handler.stats.memory import release_memory
 from storage_handler.stats.scan import FooterScan
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
@@ -185,6 +186,9 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
     keys = tuple(
         (k, infer_partition_type([f.partition_values[k] for f in files])) for k in key_names
     )
+    seed = _seed(root, columns, files, scan, stats_options, conf)
+    del scan  # the chunks' rows, now merged into ``seed``
+    release_memory()
     return Dataset(
         root=root,
         location=location or (f"file:{root}" if parsed.kind == LOCAL else root),
@@ -193,7 +197,7 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
         partition_keys=keys,
         arrow_schema=arrow_schema,
         partition_folders=_partition_folders(root, files) if keys else {},
-        seed=_seed(root, columns, files, scan, stats_options, conf),
+        seed=seed,
     )
 
 
