@@ -168,6 +168,14 @@ def stats_errors(table: pa.Table) -> list[tuple[str, str]]:
     return list(zip(failed.column("path").to_pylist(), failed.column("stats_error").to_pylist(), strict=True))
 
 
+def in_path_order(table: pa.Table) -> bool:
+    """Whether the rows' paths strictly increase, i.e. the table is already what sorting by path would give
+    (checked by Arrow, so a table in order is never copied just to sort it)."""
+    paths = table.column("path")
+    n = len(paths)
+    return n < 2 or bool(pc.all(pc.less(paths.slice(0, n - 1), paths.slice(1))).as_py())
+
+
 def check_files(files: Sequence[DataFile]) -> None:
     """Refuse file lists an index must never hold: unsafe or duplicate paths."""
     bad = unsafe_paths(pa.array([f.path for f in files], pa.string()))

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from storage_handler.errors import ObjectChangedError, StatsIndexError, StorageError
 from storage_handler.stats import versions
-from storage_handler.stats.index import columns_of, index_schema, options_of, unsafe_paths
+from storage_handler.stats.index import columns_of, in_path_order, index_schema, options_of, unsafe_paths
 from storage_handler.stats.membership import project, projection
 from storage_handler.stats.snapshot_cache import CACHE
 from storage_handler.stats.versions import DEFAULT_KEEP, INDEX_DIR
@@ -213,7 +213,7 @@ def commit(
     storage = storage_for(table_location, conf)
     table_loc = parse_location(table_location)
     sink = pa.BufferOutputStream()
-    if not _sorted_by_path(table):
+    if not in_path_order(table):
         table = table.sort_by("path")
     pq.write_table(_drop_empty_structs(table), sink, row_group_size=ROW_GROUP_ROWS)
     data = sink.getvalue().to_pybytes()
@@ -236,13 +236,6 @@ def commit(
         log.warning("stats index of %s: version %d committed, but collecting old versions failed: %s",
                     table_location, number, exc)
     return number
-
-
-def _sorted_by_path(table: pa.Table) -> bool:
-    """Whether paths are already in strictly increasing order (the usual case: no sorted copy of the index)."""
-    paths = table.column("path")
-    n = len(paths)
-    return n < 2 or bool(pc.all(pc.less(paths.slice(0, n - 1), paths.slice(1))).as_py())
 
 
 def gc_snapshots(table_location: str, keep: int = DEFAULT_KEEP, conf: Mapping[str, str] | None = None) -> list[str]:

@@ -196,15 +196,18 @@ def _list_by_fd(folder: str) -> DirListing | None:
         return None
     files: list[FileEntry] = []
     folders: list[str] = []
-    make = tuple.__new__  # FileEntry(...) runs a Python-level __new__; this is the same tuple, built in C
+    # the loop runs once per file of every listed partition on every query: names bound locally, the file type
+    # tested on the mode bits, and FileEntry built by tuple.__new__ (the same tuple, without its Python __new__)
+    make, entry_type, add, stat_at = tuple.__new__, FileEntry, files.append, os.stat
+    file_bits, type_mask = stat.S_IFREG, stat.S_IFMT(0o177777)
     try:
         for name in os.listdir(fd):
             try:
-                st = os.stat(name, dir_fd=fd)
+                st = stat_at(name, dir_fd=fd)
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            if stat.S_ISREG(st.st_mode):
-                files.append(make(FileEntry, (name, st.st_size, st.st_mtime_ns // 1_000_000, str(st.st_ctime_ns))))
+            if st.st_mode & type_mask == file_bits:
+                add(make(entry_type, (name, st.st_size, st.st_mtime_ns // 1_000_000, str(st.st_ctime_ns))))
             elif stat.S_ISDIR(st.st_mode) and not _is_link(name, fd):
                 folders.append(name)
     finally:
