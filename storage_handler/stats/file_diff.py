@@ -82,22 +82,33 @@ def compare(previous: pa.Table | None, files: Sequence[DataFile]) -> Comparison:
     if previous is None or previous.num_rows == 0:
         return Comparison(np.full(len(files), ADDED, dtype=np.int8), pa.nulls(len(files), pa.int32()), paths,
                           pa.array([], pa.string()) if previous is None else previous.column("path").combine_chunks())
-    index_paths = previous.column("path").combine_chunks()
-    row = pc.index_in(paths, value_set=index_paths)
+    index_paths = previous.column("path")
+    aligned = len(index_paths) == len(paths) and pc.all(pc.equal(index_paths, paths)).as_py()
+    if aligned:  # the index lists exactly these files in this order (a registration's seed): no hash, no takes
+        row = pa.array(np.arange(len(paths), dtype=np.int32))
+
+        def at(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+            return column
+    else:
+        row = pc.index_in(paths, value_set=index_paths)
+
+        def at(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+            return pc.take(column, row)
+
     same = pc.and_kleene(
-        pc.equal(pc.take(previous.column("size"), row), pa.array([f.size for f in files], pa.int64())),
-        pc.equal(pc.take(previous.column("modification_time"), row), pa.array([f.mtime_ms for f in files],
-                                                                                pa.int64())))
-    same = pc.and_kleene(same, pc.equal(pc.take(previous.column("version_tag"), row),
+        pc.equal(at(previous.column("size")), pa.array([f.size for f in files], pa.int64())),
+        pc.equal(at(previous.column("modification_time")), pa.array([f.mtime_ms for f in files], pa.int64())))
+    same = pc.and_kleene(same, pc.equal(at(previous.column("version_tag")),
                                         pa.array([f.version for f in files], pa.string())))  # null never equals
-    same = pc.and_kleene(same, pc.equal(pc.take(_index_partitions(previous.column("partition_values")), row),
+    same = pc.and_kleene(same, pc.equal(at(_index_partitions(previous.column("partition_values"))),
                                         _listed_partitions(files)))
-    failed = pc.is_valid(pc.take(previous.column("stats_error"), row))
+    failed = pc.is_valid(at(previous.column("stats_error")))
     found = pc.is_valid(row).to_numpy(zero_copy_only=False)
     same_np = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
     failed_np = pc.fill_null(failed, False).to_numpy(zero_copy_only=False)
     status = np.where(~found, ADDED, np.where(~same_np, CHANGED, np.where(failed_np, RETRIED, KEPT))).astype(np.int8)
-    removed = pc.filter(index_paths, pc.invert(pc.is_in(index_paths, value_set=paths)))
+    removed = pa.array([], pa.string()) if aligned else \
+        pc.filter(index_paths, pc.invert(pc.is_in(index_paths, value_set=paths))).combine_chunks()
     return Comparison(status, row, paths, removed)
 
 
