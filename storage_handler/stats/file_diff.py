@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.stats.index import index_rows
 from storage_handler.stats.listing import DataFile
 
 NULL_VALUE = "\x00"
@@ -59,6 +60,7 @@ class Comparison:
     row: pa.Array
     paths: pa.Array
     removed: pa.Array
+    aligned: bool = False  # the index rows are the listed files, in the same order
 
     @property
     def kept(self) -> np.ndarray:
@@ -83,17 +85,11 @@ def compare(previous: pa.Table | None, files: Sequence[DataFile]) -> Comparison:
         return Comparison(np.full(len(files), ADDED, dtype=np.int8), pa.nulls(len(files), pa.int32()), paths,
                           pa.array([], pa.string()) if previous is None else previous.column("path").combine_chunks())
     index_paths = previous.column("path")
-    aligned = len(index_paths) == len(paths) and pc.all(pc.equal(index_paths, paths)).as_py()
-    if aligned:  # the index lists exactly these files in this order (a registration's seed): no hash, no takes
-        row = pa.array(np.arange(len(paths), dtype=np.int32))
+    row, aligned = index_rows(paths, index_paths)
 
-        def at(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-            return column
-    else:
-        row = pc.index_in(paths, value_set=index_paths)
-
-        def at(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-            return pc.take(column, row)
+    def at(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+        """The index's values for the listed files (the column itself when the rows are already aligned)."""
+        return column if aligned else pc.take(column, row)
 
     same = pc.and_kleene(
         pc.equal(at(previous.column("size")), pa.array([f.size for f in files], pa.int64())),
@@ -109,7 +105,7 @@ def compare(previous: pa.Table | None, files: Sequence[DataFile]) -> Comparison:
     status = np.where(~found, ADDED, np.where(~same_np, CHANGED, np.where(failed_np, RETRIED, KEPT))).astype(np.int8)
     removed = pa.array([], pa.string()) if aligned else \
         pc.filter(index_paths, pc.invert(pc.is_in(index_paths, value_set=paths))).combine_chunks()
-    return Comparison(status, row, paths, removed)
+    return Comparison(status, row, paths, removed, aligned)
 
 
 def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[FileDiff, list[int]]:

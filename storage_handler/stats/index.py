@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -174,6 +175,18 @@ def in_path_order(table: pa.Table) -> bool:
     paths = table.column("path")
     n = len(paths)
     return n < 2 or bool(pc.all(pc.less(paths.slice(0, n - 1), paths.slice(1))).as_py())
+
+
+def index_rows(paths: pa.Array | pa.ChunkedArray, index_paths: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, bool]:
+    """For each listed path, the position of its index row (null: none), and whether that is simply 0..n-1.
+
+    Usually the index rows are exactly the listed files in the same order (both sorted by path: the index read
+    for the kept partitions only, or a registration's seed): then one comparison finds them instead of a hash
+    join over the index (at 200,000 files ~3 ms instead of ~100 ms), and callers can skip taking rows.
+    """
+    if len(paths) == len(index_paths) and (len(paths) == 0 or pc.all(pc.equal(paths, index_paths)).as_py()):
+        return pa.array(np.arange(len(paths), dtype=np.int32), pa.int32()), True
+    return pc.index_in(paths, value_set=index_paths), False
 
 
 def check_files(files: Sequence[DataFile]) -> None:

@@ -12,9 +12,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
 from storage_handler.stats.file_diff import FileDiff, compare
@@ -99,11 +97,9 @@ def _from_seed(seed: pa.Table | None, to_read: list[DataFile], cols: tuple[tuple
     kept = found.kept
     if not kept.any():
         return None, to_read
-    rows = found.kept_rows()
-    if kept.all() and len(rows) == seed.num_rows and \
-            pc.all(pc.equal(rows, pa.array(np.arange(len(rows), dtype=np.int32)))).as_py():
+    if found.aligned and kept.all():
         return seed, []  # the whole seed, in order (registration): no copy of the index
-    return seed.take(rows), [f for f, k in zip(to_read, kept, strict=True) if not k]
+    return seed.take(found.kept_rows()), [f for f, k in zip(to_read, kept, strict=True) if not k]
 
 
 def commit_with_retry(

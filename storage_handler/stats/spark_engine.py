@@ -69,6 +69,9 @@ SLICE_FILES = 2048  # files per task at most: ~0.4 s of tiny local footers, a ch
 ACCEPT_TIMEOUT = 300.0  # seconds a job may wait for its first running task before it is called stuck
 
 
+SliceTask = Callable[[tuple[int, list[DataFile]]], tuple[int, Any]]  # (slice number, files) -> (number, result)
+
+
 class SparkEngine:
     """Footers read by a Spark job: one task per slice of files, Arrow IPC back to the driver.
 
@@ -122,22 +125,9 @@ class SparkEngine:
         total = len(files)
         if total == 0:  # nothing to read (a refresh that found no change): no application at all
             return stats_table(job.columns, [], job.options)
-        sc = self._context()
-        try:
-            slices = self._slices(sc, files)
-            log.info("reading %d footers on Spark (%s) in %d tasks", total, sc.master, len(slices))
-            blobs = self._run(sc, functools.partial(_read_slice, job, self.max_workers), slices, progress, total,
-                              f"read {total} Parquet footers of {job.table_location}")
-        except BaseException:
-            self._failed = True
-            raise
-        finally:
-            if not self._keep:
-                self.close()
-        parts = [pa.ipc.open_stream(blob).read_all() for _, blob in sorted(blobs, key=lambda b: b[0])]
-        if progress is not None:
-            progress(total, total)
-        return pa.concat_tables(parts)
+        blobs = self._job(files, lambda _size: functools.partial(_read_slice, job, self.max_workers), progress,
+                          f"read {total} Parquet footers of {job.table_location}")
+        return pa.concat_tables([pa.ipc.open_stream(blob).read_all() for blob in blobs])
 
     def scan(self, root: str, files: Sequence[DataFile], options: StatsOptions, *,
              conf: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> FooterScan:
@@ -150,24 +140,32 @@ class SparkEngine:
         scan = FooterScan()
         if total == 0:
             return scan
+        conf_items = tuple(sorted((conf or {}).items()))
+        for part in self._job(files, lambda size: functools.partial(_scan_slice, root, conf_items, options,
+                                                                    self.max_workers, size),
+                              progress, f"scan {total} Parquet footers of {root}"):
+            scan.absorb(part)
+        return scan
+
+    def _job(self, files: Sequence[DataFile], task_for: Callable[[int], SliceTask],
+             progress: ProgressCallback | None, what: str) -> list[Any]:
+        """Run one task per slice of ``files`` (``task_for(slice size)`` makes the task) and return the tasks'
+        results in slice order; the application started for it is stopped unless inside ``with``."""
+        total = len(files)
         sc = self._context()
         try:
             slices = self._slices(sc, files)
-            log.info("scanning %d footers on Spark (%s) in %d tasks", total, sc.master, len(slices))
-            task = functools.partial(_scan_slice, root, tuple(sorted((conf or {}).items())), options,
-                                     self.max_workers, len(slices[0]))
-            parts = self._run(sc, task, slices, progress, total, f"scan {total} Parquet footers of {root}")
+            log.info("%s on Spark (%s) in %d tasks", what, sc.master, len(slices))
+            parts = self._run(sc, task_for(len(slices[0])), slices, progress, total, what)
         except BaseException:
             self._failed = True
             raise
         finally:
             if not self._keep:
                 self.close()
-        for _, part in sorted(parts, key=lambda p: p[0]):
-            scan.absorb(part)
         if progress is not None:
             progress(total, total)
-        return scan
+        return [part for _, part in sorted(parts, key=lambda p: p[0])]
 
     def _slices(self, sc: SparkContext, files: Sequence[DataFile]) -> list[list[DataFile]]:
         total = len(files)
@@ -176,7 +174,7 @@ class SparkEngine:
         return [list(files[s:s + size]) for s in range(0, total, size)]
 
     # -- the job
-    def _run(self, sc: SparkContext, task: Callable[[tuple[int, list[DataFile]]], tuple[int, Any]],
+    def _run(self, sc: SparkContext, task: SliceTask,
              slices: list[list[DataFile]], progress: ProgressCallback | None, total: int,
              what: str) -> list[tuple[int, Any]]:
         """Run the job in a thread (``collect`` blocks) while this one reports progress from Spark's status
