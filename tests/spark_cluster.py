@@ -132,6 +132,12 @@ class StandaloneCluster:
         """PIDs of the executor JVMs worker ``i`` is running now (its child processes)."""
         return [pid for pid in children(self.worker_procs[i].pid) if alive(pid)]
 
+    def busy_executors(self) -> list[int]:
+        """Executor JVMs (of any worker) running a Python task now: the executor's ``pyspark.daemon`` has a forked
+        worker, so the executor is registered with the driver and holds a running task."""
+        return [pid for i in range(len(self.worker_procs)) for pid in self.executors(i)
+                if any(children(daemon) for daemon in children(pid))]
+
     def app_dirs(self) -> set[str]:
         """Applications that ran executors on any worker (``app-...`` folders in the work dirs)."""
         return {p.name for i in range(self.workers) if self.work_dir(i).exists() for p in self.work_dir(i).iterdir()}

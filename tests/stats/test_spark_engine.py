@@ -197,7 +197,7 @@ print("log removed", not engine.log_path, flush=True)
 @pytest.fixture(scope="module")
 def lost_executor_run(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One footer job on the cluster (40 tasks over 306 files: a corrupt footer, a partition outside the table
-    folder), during which worker 0's executor JVM is SIGKILLed once a task has finished."""
+    folder), during which an executor JVM running a task is SIGKILLed once a task has finished."""
     tmp = tmp_path_factory.mktemp("spark_job")
     root = tmp / "t"
     make_table(root)
@@ -215,8 +215,10 @@ def lost_executor_run(cluster: StandaloneCluster, tmp_path_factory: pytest.TempP
             lines.append(line.strip())
             if line.startswith("progress") and not killed:
                 done, total = map(int, line.split()[1:])
-                executors = wait_until(lambda: cluster.executors(0), "an executor on worker 0", timeout=60)
-                os.kill(executors[0], signal.SIGKILL)  # a JVM the worker we started launched, by its PID
+                # an executor the driver is using: one running a task now (its Python daemon has forked a
+                # worker). An executor still starting would be lost before the driver ever knew of it.
+                executors = wait_until(lambda: cluster.busy_executors(), "an executor running a task", timeout=120)
+                os.kill(executors[0], signal.SIGKILL)  # a JVM a worker we started launched, by its PID
                 killed = {"pid": executors[0], "done": done, "total": total, "child_running": proc.poll() is None}
         proc.wait(timeout=600)
     finally:
@@ -266,8 +268,8 @@ def test_registration_scan_on_spark_equals_the_local_scan(lost_executor_run: dic
 
 @pytest.mark.spark
 def test_an_executor_lost_mid_job_is_retried(lost_executor_run: dict[str, Any], cluster: StandaloneCluster) -> None:
-    """Worker 0's executor SIGKILLed after the first finished task, while the job ran: Spark re-ran what it lost
-    (on a new executor or the other worker) and the job returned the same index."""
+    """An executor SIGKILLed while it ran a task, after the first finished task: the driver saw it lost, Spark
+    re-ran what it lost (on a new executor or the other worker) and the job returned the same index."""
     killed = lost_executor_run["killed"]
     assert killed and killed["child_running"] and killed["done"] < killed["total"]
     assert not alive(killed["pid"])
