@@ -24,8 +24,9 @@ import pyarrow as pa
 
 from storage_handler.errors import DatasetError, SchemaError
 from storage_handler.stats.engine import FooterEngine, LocalEngine, ProgressCallback, build_index
+from storage_handler.stats.file_list import FileList
 from storage_handler.stats.footer import StatsOptions
-from storage_handler.stats.listing import DataFile, absolute_path, list_data_files, partition_path
+from storage_handler.stats.listing import absolute_path, list_data_files, partition_path
 from storage_handler.stats.memory import release_memory
 from storage_handler.stats.scan import FooterScan
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
@@ -39,7 +40,8 @@ _INT64 = (-(2**63), 2**63 - 1)
 class Dataset:
     root: str  # where the files were listed: a local path or a URI
     location: str  # as registered in the metastore
-    files: tuple[DataFile, ...]
+    files: FileList
+    """Every data file, sorted by path, as columns (a ``Sequence[DataFile]``)."""
     columns: tuple[tuple[str, HiveType], ...]
     partition_keys: tuple[tuple[str, HiveType], ...]
     arrow_schema: pa.Schema = field(compare=False)
@@ -66,7 +68,7 @@ def partition_name(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | 
     return partition_path(list(zip((k for k, _ in keys), values, strict=True)))
 
 
-def list_files(root: str, storage: Storage) -> list[DataFile]:
+def list_files(root: str, storage: Storage) -> FileList:
     """Every visible file under ``root``; each must sit in ``key=value`` folders only (Hive reads nothing else)."""
     location = parse_location(root)
     if location.kind == LOCAL and storage.stat(root) is not None:
@@ -74,22 +76,24 @@ def list_files(root: str, storage: Storage) -> list[DataFile]:
     if not storage.is_dir(root):
         raise DatasetError(f"dataset path {root} does not exist")
     files = list_data_files(root, storage=storage)
-    for f in files:
-        folders = f.path.split("/")[:-1]
+    for values, first in files.slot_members():  # one file per folder: the folder decides
+        path = files.paths[first].as_py()
+        folders = path.split("/")[:-1]
         bad = [seg for seg in folders if "=" not in seg or seg.startswith("=")]
-        if bad or len(f.partition_values) != len(folders):
+        if bad or len(values) != len(folders):
             raise DatasetError(
-                f"file {f.path!r} is inside folder {(bad or folders)[0]!r}, which is not a Hive partition folder "
+                f"file {path!r} is inside folder {(bad or folders)[0]!r}, which is not a Hive partition folder "
                 "(key=value, each key once); move the file or rename the folder to start with '_' to have it ignored"
             )
     return files
 
 
-def _partition_folders(root: str, files: Sequence[DataFile]) -> dict[tuple[str | None, ...], str]:
+def _partition_folders(root: str, files: FileList) -> dict[tuple[str | None, ...], str]:
+    """Each partition's folder, in sorted folder order (one file per folder is looked at)."""
     folders: dict[tuple[str | None, ...], str] = {}
-    for f in files:
-        folder = f.path.rsplit("/", 1)[0]
-        values = tuple(f.partition_values.values())
+    for mapping, first in files.slot_members():
+        folder = files.paths[first].as_py().rsplit("/", 1)[0]
+        values = tuple(mapping.values())
         if folders.setdefault(values, folder) != folder:
             why = ("an empty value and __HIVE_DEFAULT_PARTITION__ are both NULL" if None in values else
                    "their values are the same once Hive's %XX escapes are decoded")
@@ -160,11 +164,12 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
     if not files:
         raise DatasetError(f"no data files under {root} (hidden names starting with '_' or '.' are ignored)")
     key_names = list(files[0].partition_values)
-    for f in files:
-        if list(f.partition_values) != key_names:
+    members = files.slot_members()  # files of one folder share one mapping: checked once per folder
+    for values, first in members:
+        if list(values) != key_names:
             raise DatasetError(
-                f"partition folders disagree: {files[0].path!r} has keys {key_names} but {f.path!r} has "
-                f"{list(f.partition_values)}; every file must sit under the same key=value levels"
+                f"partition folders disagree: {files[0].path!r} has keys {key_names} but {files[first].path!r} "
+                f"has {list(values)}; every file must sit under the same key=value levels"
             )
     say(f"found {len(files)} files under {root}; reading their Parquet footers")
     stats_options = options or StatsOptions()
@@ -184,7 +189,7 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
         )
     columns = tuple((fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow_schema)
     keys = tuple(
-        (k, infer_partition_type([f.partition_values[k] for f in files])) for k in key_names
+        (k, infer_partition_type([values[k] for values, _ in members])) for k in key_names
     )
     seed = _seed(root, columns, files, scan, stats_options, conf)
     del scan  # the chunks' rows, now merged into ``seed``
@@ -192,7 +197,7 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
     return Dataset(
         root=root,
         location=location or (f"file:{root}" if parsed.kind == LOCAL else root),
-        files=tuple(files),
+        files=files,
         columns=columns,
         partition_keys=keys,
         arrow_schema=arrow_schema,
@@ -201,7 +206,7 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
     )
 
 
-def _seed(root: str, columns: Sequence[tuple[str, HiveType]], files: Sequence[DataFile], scan: FooterScan,
+def _seed(root: str, columns: Sequence[tuple[str, HiveType]], files: FileList, scan: FooterScan,
           options: StatsOptions, conf: Mapping[str, str] | None) -> pa.Table:
     """The index rows of every file, from the one pass (files the pass could not plan alone read now)."""
     seed = scan.index_for(columns, options)

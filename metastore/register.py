@@ -56,7 +56,7 @@ class RegistrationPlan:
             "table": str(self.name),
             "location": ds.location,
             "files": len(ds.files),
-            "bytes": sum(f.size for f in ds.files),
+            "bytes": ds.files.total_size,
             "columns": [{"name": n, "type": str(t)} for n, t in ds.columns],
             "partition_keys": [{"name": n, "type": str(t)} for n, t in ds.partition_keys],
             "partitions_total": len(ds.partitions),

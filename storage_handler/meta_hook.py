@@ -25,6 +25,7 @@ from storage_handler.contract import PARAM_INDEX_VERSION
 from storage_handler.stats import FooterEngine, StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
 from storage_handler.stats.engine import ProgressCallback
+from storage_handler.stats.file_list import FileList
 from storage_handler.stats.listing import DataFile, list_data_files
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.table_desc import TableDesc
@@ -98,9 +99,9 @@ class IndexMetaHook:
     def rollback_alter_table(self, table: Any) -> None:
         """Nothing to undo: a newer index version describes the same files, only better."""
 
-    def _files(self, desc: TableDesc, keys: list[str]) -> list[DataFile] | None:
+    def _files(self, desc: TableDesc, keys: list[str]) -> FileList | None:
         """The table folder's files plus those of partitions registered outside it (None: walk the folder)."""
-        known = list(self.known_files) if self.known_files is not None else None
+        known = FileList.of(self.known_files) if self.known_files is not None else None
         if self.partitions is None or not keys:
             return known
         root = self._root(desc)

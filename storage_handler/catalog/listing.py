@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 
 from storage_handler.catalog.partitions import Partition
 from storage_handler.errors import ConfigurationError, StorageError
+from storage_handler.stats.file_list import FileList
 from storage_handler.stats.listing import (
-    DataFile,
     is_hidden,
     partition_path,
     unescape_partition_value,
@@ -72,12 +72,15 @@ class ScanFiles:
         rows = pc.indices_nonzero(mask)
         return ScanFiles(self.batch.take(rows), pc.take(self.partition_of, rows), self.partitions)
 
-    def data_files(self) -> list[DataFile]:
-        """One :class:`DataFile` per row (callers that want rows; the query path stays columnar)."""
-        values = [dict(pairs) for pairs in self.partitions]
-        return [DataFile(path, size, mtime, values[part], tag) for path, size, mtime, tag, part in zip(
-            *(self.batch.column(n).to_pylist() for n in ("path", "size", "modification_time", "version_tag")),
-            self.partition_of.to_pylist(), strict=True)]
+    def data_files(self) -> FileList:
+        """The rows as a :class:`FileList` (a ``Sequence[DataFile]`` kept as columns: no object per file)."""
+        def column(name: str) -> pa.Array:
+            return self.batch.column(name).combine_chunks()
+
+        return FileList(column("path"), column("size").to_numpy(zero_copy_only=False).astype(np.int64),
+                        column("modification_time").to_numpy(zero_copy_only=False).astype(np.int64),
+                        column("version_tag"), self.partition_of.to_numpy(zero_copy_only=False).astype(np.int32),
+                        tuple(dict(pairs) for pairs in self.partitions))
 
 
 def list_partition_batch(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
@@ -126,13 +129,13 @@ def list_table_batch(table_location: str, *, table: str = "?", storage: Storage 
 
 def list_partition_files(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
                          threads: int | None = None, table: str = "?",
-                         storage: Storage | None = None) -> list[DataFile]:
+                         storage: Storage | None = None) -> FileList:
     """The data files of ``partitions``, sorted by path, their partition values the metastore's."""
     return list_partition_batch(table_location, keys, partitions, threads=threads, table=table,
                                 storage=storage).data_files()
 
 
-def list_table_files(table_location: str, *, table: str = "?", storage: Storage | None = None) -> list[DataFile]:
+def list_table_files(table_location: str, *, table: str = "?", storage: Storage | None = None) -> FileList:
     """The data files of an unpartitioned table: the visible files directly in its folder (as Hive reads it)."""
     return list_table_batch(table_location, table=table, storage=storage).data_files()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, build_index
 from storage_handler.stats.file_diff import FileDiff, diff_files
+from storage_handler.stats.file_list import FileList
 from storage_handler.stats.footer import (
     ColumnStats,
     FileStats,
@@ -50,6 +51,7 @@ __all__ = [
     "HIVE_DEFAULT_PARTITION",
     "ColumnStats",
     "DataFile",
+    "FileList",
     "FileDiff",
     "FileStats",
     "FooterEngine",

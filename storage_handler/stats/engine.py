@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from storage_handler.errors import StorageHandlerError
+from storage_handler.stats.file_list import FileList
 from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
 from storage_handler.stats.index import check_files, indexed_columns, stats_table
 from storage_handler.stats.listing import DataFile
@@ -161,7 +162,7 @@ def build_index(
     ``max_workers`` threads; ``progress(done, total)`` is called as chunks of files finish.
     """
     cols = indexed_columns(columns)
-    file_list = sorted((DataFile(*f) for f in files), key=lambda f: f.path)
+    file_list = FileList.of(files).sorted_by_path()
     check_files(file_list)
     job = FooterJob(table_location, cols, options or StatsOptions(), tuple(sorted((conf or {}).items())))
     return (engine or LocalEngine(max_workers)).read(job, file_list, progress)

@@ -3,8 +3,8 @@
 A refresh of a big table compares every listed file with every index row (path, size, modification time, version
 tag, partition values) and keeps the rows that still hold. Done with a Python dict and a tuple per row that was a
 few hundred bytes and a microsecond per file -- at 100,000 files a tenth of registration's memory. Here the
-listing becomes five Arrow columns, index rows are found with one hash lookup (``index_in``), and the comparison
-is vectorized; per file only the references in three lists are Python.
+listing is a :class:`~storage_handler.stats.file_list.FileList` (columns already), index rows are found with
+one comparison or one hash lookup (``index_in``), and the comparison is vectorized: nothing per file is Python.
 
 Partition values are compared as one text per row: ``key=value`` pairs joined in the mapping's order (a NULL
 partition value written as ``\\x00``, which no escaped folder name holds). Mappings listed in another key order
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.stats.file_list import DataFile, FileList
 from storage_handler.stats.index import index_rows
-from storage_handler.stats.listing import DataFile
 
 NULL_VALUE = "\x00"
 KEPT, ADDED, CHANGED, RETRIED = 0, 1, 2, 3
@@ -80,7 +80,8 @@ class Comparison:
 
 def compare(previous: pa.Table | None, files: Sequence[DataFile]) -> Comparison:
     """Compare the index rows ``previous`` with the listing ``files`` (see the module docstring)."""
-    paths = pa.array([f.path for f in files], pa.string())
+    listed = FileList.of(files)
+    paths = listed.paths
     if previous is None or previous.num_rows == 0:
         return Comparison(np.full(len(files), ADDED, dtype=np.int8), pa.nulls(len(files), pa.int32()), paths,
                           pa.array([], pa.string()) if previous is None else previous.column("path").combine_chunks())
@@ -92,12 +93,11 @@ def compare(previous: pa.Table | None, files: Sequence[DataFile]) -> Comparison:
         return column if aligned else pc.take(column, row)
 
     same = pc.and_kleene(
-        pc.equal(at(previous.column("size")), pa.array([f.size for f in files], pa.int64())),
-        pc.equal(at(previous.column("modification_time")), pa.array([f.mtime_ms for f in files], pa.int64())))
-    same = pc.and_kleene(same, pc.equal(at(previous.column("version_tag")),
-                                        pa.array([f.version for f in files], pa.string())))  # null never equals
+        pc.equal(at(previous.column("size")), pa.array(listed.sizes, pa.int64())),
+        pc.equal(at(previous.column("modification_time")), pa.array(listed.mtimes, pa.int64())))
+    same = pc.and_kleene(same, pc.equal(at(previous.column("version_tag")), listed.versions))  # null never equals
     same = pc.and_kleene(same, pc.equal(at(_index_partitions(previous.column("partition_values"))),
-                                        _listed_partitions(files)))
+                                        listed.partition_texts(_text)))
     failed = pc.is_valid(at(previous.column("stats_error")))
     found = pc.is_valid(row).to_numpy(zero_copy_only=False)
     same_np = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
@@ -112,22 +112,6 @@ def diff_files(previous: pa.Table | None, files: Sequence[DataFile]) -> tuple[Fi
     """Compare an index table with a listing; also return the row numbers of ``previous`` that stay as they are."""
     result = compare(previous, files)
     return result.diff(), result.kept_rows().to_pylist()
-
-
-def _listed_partitions(files: Sequence[DataFile]) -> pa.Array:
-    """One comparison text per listed file; files of one folder share their mapping, so each distinct mapping
-    object is rendered once."""
-    texts: list[str] = []
-    slot_of: dict[int, int] = {}
-    slots = np.empty(len(files), dtype=np.int32)
-    for i, f in enumerate(files):
-        values = f.partition_values
-        slot = slot_of.get(id(values))  # the mappings stay alive in ``files`` for the whole call
-        if slot is None:
-            slot = slot_of[id(values)] = len(texts)
-            texts.append(_text(values))
-        slots[i] = slot
-    return pc.take(pa.array(texts, pa.string()), pa.array(slots))
 
 
 def _text(values: Mapping[str, str | None]) -> str:

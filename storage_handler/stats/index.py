@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage_handler.errors import SchemaError, StatsIndexError
+from storage_handler.stats.file_list import DataFile, FileList
 from storage_handler.stats.footer import FileStats, StatsOptions
-from storage_handler.stats.listing import DataFile
 from storage_handler.stats.membership import MEMBERSHIP_KEY, membership_arrays, membership_fields
 from storage_handler.stats.membership_spec import MembershipSpec
 from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow, parse_hive_type
@@ -191,12 +191,13 @@ def index_rows(paths: pa.Array | pa.ChunkedArray, index_paths: pa.Array | pa.Chu
 
 def check_files(files: Sequence[DataFile]) -> None:
     """Refuse file lists an index must never hold: unsafe or duplicate paths."""
-    bad = unsafe_paths(pa.array([f.path for f in files], pa.string()))
+    listed = FileList.of(files)
+    bad = unsafe_paths(listed.paths)
     if bad:
         raise StatsIndexError(
             f"data file paths {bad!r} are neither relative paths inside the table location nor plain absolute "
             "paths; list files with storage_handler.stats.listing.list_data_files or "
             "storage_handler.catalog.list_partition_files"
         )
-    if len({f.path for f in files}) != len(files):
+    if listed.has_duplicate_paths():
         raise StatsIndexError("the data file list names the same path twice; pass each file once")

@@ -19,10 +19,13 @@ Rules (Hive's and Spark's, checked against ``hive-common-2.3.10.jar``):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Sequence
 
 from storage_handler.errors import DatasetError
+from storage_handler.stats.file_list import (
+    DataFile as DataFile,  # re-exported: where callers have always found it
+)
+from storage_handler.stats.file_list import FileList, FileListBuilder
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -30,28 +33,6 @@ HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Hive 2.3 FileUtils.charToEscape (non-Windows): verified by running the jar over U+0000..U+01FF.
 _ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?[\\]^{") + ["\x7f"])
 _JAVA_HEX_INT = re.compile(r"[+-]?[0-9A-Fa-f]+")
-
-
-class DataFile(NamedTuple):
-    """One data file: path relative to the table location (POSIX) or, for a partition registered outside it, the
-    file's absolute location; size in bytes, mtime in ms, partition values, and the storage's version tag
-    (``None``: unknown, never trusted).
-
-    A NamedTuple (immutable, typed) so that plain ``(path, size, mtime_ms, partition_values)`` tuples from callers
-    are accepted wherever a ``DataFile`` is.
-
-    Why a version tag: size and mtime do not prove a file unchanged. On a local disk ``cp -p``, ``rsync -t`` or
-    ``touch -d`` put the old mtime on new content, and two writes within one clock tick keep it; the inode change
-    time cannot be set by tools and moves on every write or replacement, so it is the local tag. On S3 the
-    modification time has whole seconds only; the ETag changes with the content. An index row is trusted only
-    while size, mtime and tag all match (:mod:`storage_handler.storage.base`).
-    """
-
-    path: str
-    size: int
-    mtime_ms: int
-    partition_values: Mapping[str, str | None]
-    version: str | None = None
 
 
 def escape_path_name(text: str) -> str:
@@ -117,29 +98,30 @@ def is_hidden(name: str) -> bool:
 
 
 def list_data_files(table_location: str, partition_columns: Sequence[str] | None = None,
-                    storage: Storage | None = None) -> list[DataFile]:
-    """Every visible data file under the table location, sorted by path.
+                    storage: Storage | None = None) -> FileList:
+    """Every visible data file under the table location, sorted by path, as columns (:class:`FileList`).
 
     Without ``partition_columns`` the whole tree is walked and every ``k=v`` folder on the way contributes a
     partition value. With ``partition_columns`` (the table's partition keys, in order) only files exactly at
-    ``k1=v1/k2=v2/.../file`` with those keys (case-insensitively) are returned: Hive reads nothing else.
+    ``k1=v1/k2=v2/.../file`` with those keys (case-insensitively) are returned: Hive reads nothing else. Files of
+    one folder share one partition mapping (and one slot of the list).
     """
     store = storage or storage_for(table_location)
     root = parse_location(table_location)
     if root.kind == LOCAL and store.stat(root.uri) is not None:
         raise DatasetError(f"table location {table_location!r} is a file, not a folder of data files")
     keys = [k.lower() for k in partition_columns] if partition_columns is not None else None
-    result: list[DataFile] = []
-    by_folder: dict[str, dict[str, str | None] | None] = {}  # one (read-only) mapping per folder, not per file
+    found = FileListBuilder()
+    by_folder: dict[str, int | None] = {}  # folder -> slot of its (read-only) mapping, not one per file
     for entry in store.walk(root.uri, skip=is_hidden):
         folder, _, _name = entry.name.rpartition("/")
-        if folder not in by_folder:
-            by_folder[folder] = _partition_values(tuple(folder.split("/")) if folder else (), keys)
-        values = by_folder[folder]
-        if values is not None:
-            result.append(DataFile(entry.name, entry.size, entry.mtime_ms, values, entry.version))
-    result.sort(key=lambda f: f.path)
-    return result
+        slot = by_folder.get(folder, -1)
+        if slot == -1:
+            values = _partition_values(tuple(folder.split("/")) if folder else (), keys)
+            slot = by_folder[folder] = None if values is None else found.slot_for(values)
+        if slot is not None:
+            found.add(entry.name, entry.size, entry.mtime_ms, entry.version, slot)
+    return found.build().sorted_by_path()
 
 
 def _partition_values(parts: tuple[str, ...], keys: list[str] | None) -> dict[str, str | None] | None:

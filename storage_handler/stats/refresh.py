@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
 from storage_handler.stats.file_diff import FileDiff, compare
+from storage_handler.stats.file_list import FileList
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import (
     check_files,
@@ -50,7 +51,7 @@ def refresh_index(
     same test as ``previous`` (path, size, mtime, version tag) takes that row instead of a footer read.
     """
     cols = indexed_columns(columns)
-    file_list = [f if isinstance(f, DataFile) else DataFile(*f) for f in files]
+    file_list = FileList.of(files)
     check_files(file_list)
     prev_table = previous.table if isinstance(previous, IndexSnapshot) else previous
     found = compare(prev_table, file_list)
@@ -62,11 +63,11 @@ def refresh_index(
     if full:
         diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, full_rebuild=True)
         kept = kept.slice(0, 0)
-        to_read = sorted(file_list, key=lambda f: f.path)
+        to_read = file_list.sorted_by_path()
     else:
         if prev_table is not None and before.membership != wanted.membership:
             diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True)
-        to_read = sorted((f for f, k in zip(file_list, found.kept, strict=True) if not k), key=lambda f: f.path)
+        to_read = file_list.filter(~found.kept).sorted_by_path()
     job = FooterJob(table_location, cols, wanted, tuple(sorted((conf or {}).items())))
     seeded, to_read = _from_seed(seed, to_read, cols, wanted)
     fresh = (engine or LocalEngine(max_workers)).read(job, to_read, progress)
@@ -88,8 +89,8 @@ def refresh_index(
     return merged.replace_schema_metadata(fresh.schema.metadata), diff
 
 
-def _from_seed(seed: pa.Table | None, to_read: list[DataFile], cols: tuple[tuple[str, HiveType], ...],
-               wanted: StatsOptions) -> tuple[pa.Table | None, list[DataFile]]:
+def _from_seed(seed: pa.Table | None, to_read: FileList, cols: tuple[tuple[str, HiveType], ...],
+               wanted: StatsOptions) -> tuple[pa.Table | None, FileList]:
     """Rows of ``seed`` standing for files of ``to_read`` (same index shape, still fresh), and the files left."""
     if seed is None or not to_read or columns_of(seed.schema) != cols or options_of(seed.schema) != wanted:
         return None, to_read
@@ -98,8 +99,8 @@ def _from_seed(seed: pa.Table | None, to_read: list[DataFile], cols: tuple[tuple
     if not kept.any():
         return None, to_read
     if found.aligned and kept.all():
-        return seed, []  # the whole seed, in order (registration): no copy of the index
-    return seed.take(found.kept_rows()), [f for f, k in zip(to_read, kept, strict=True) if not k]
+        return seed, to_read[:0]  # the whole seed, in order (registration): no copy of the index
+    return seed.take(found.kept_rows()), to_read.filter(~kept)
 
 
 def commit_with_retry(
@@ -153,7 +154,7 @@ def update_index(
     """
     file_list = (
         list_data_files(table_location, partition_columns, storage_for(table_location, conf)) if files is None
-        else [DataFile(*f) for f in files]
+        else FileList.of(files)
     )
     diffs: list[FileDiff] = []
 

@@ -40,9 +40,9 @@ import pyarrow as pa
 
 from storage_handler.errors import ConfigurationError
 from storage_handler.stats.engine import CHUNK_FILES, FooterEngine, FooterJob, LocalEngine, ProgressCallback
+from storage_handler.stats.file_list import DataFile, FileList
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import stats_table
-from storage_handler.stats.listing import DataFile
 from storage_handler.stats.spark_app import (  # noqa: F401 - re-exported: the engine's errors and checks
     ENV_MASTER,
     OwnedContext,
@@ -69,7 +69,7 @@ SLICE_FILES = 2048  # files per task at most: ~0.4 s of tiny local footers, a ch
 ACCEPT_TIMEOUT = 300.0  # seconds a job may wait for its first running task before it is called stuck
 
 
-SliceTask = Callable[[tuple[int, list[DataFile]]], tuple[int, Any]]  # (slice number, files) -> (number, result)
+SliceTask = Callable[[tuple[int, Sequence[DataFile]]], tuple[int, Any]]  # (slice number, files) -> (number, result)
 
 
 class SparkEngine:
@@ -167,15 +167,17 @@ class SparkEngine:
             progress(total, total)
         return [part for _, part in sorted(parts, key=lambda p: p[0])]
 
-    def _slices(self, sc: SparkContext, files: Sequence[DataFile]) -> list[list[DataFile]]:
+    def _slices(self, sc: SparkContext, files: Sequence[DataFile]) -> list[FileList]:
+        """Views of one columnar list (a slice becomes rows only as it is pickled for its task)."""
         total = len(files)
         count = min(self.slices or max(2 * sc.defaultParallelism, -(-total // SLICE_FILES)), total)
         size = -(-total // count)
-        return [list(files[s:s + size]) for s in range(0, total, size)]
+        listed = FileList.of(files)
+        return [listed[s:s + size] for s in range(0, total, size)]
 
     # -- the job
     def _run(self, sc: SparkContext, task: SliceTask,
-             slices: list[list[DataFile]], progress: ProgressCallback | None, total: int,
+             slices: list[FileList], progress: ProgressCallback | None, total: int,
              what: str) -> list[tuple[int, Any]]:
         """Run the job in a thread (``collect`` blocks) while this one reports progress from Spark's status
         tracker: slices completed times slice size, polled every ``poll_interval`` (no listener to install)."""
@@ -236,7 +238,7 @@ class SparkEngine:
         return f"; driver log: {self.log_path}" if self.log_path is not None and self._owned is not None else ""
 
 
-def _read_slice(job: FooterJob, max_workers: int | None, item: tuple[int, list[DataFile]]) -> tuple[int, bytes]:
+def _read_slice(job: FooterJob, max_workers: int | None, item: tuple[int, Sequence[DataFile]]) -> tuple[int, bytes]:
     """One task: a slice's index rows as an Arrow IPC stream (runs on an executor)."""
     index, files = item
     _check_visible(job.table_location)
@@ -248,7 +250,7 @@ def _read_slice(job: FooterJob, max_workers: int | None, item: tuple[int, list[D
 
 
 def _scan_slice(root: str, conf: tuple[tuple[str, str], ...], options: StatsOptions, max_workers: int | None,
-                slice_size: int, item: tuple[int, list[DataFile]]) -> tuple[int, FooterScan]:
+                slice_size: int, item: tuple[int, Sequence[DataFile]]) -> tuple[int, FooterScan]:
     """One task of a registration scan: what the slice's footers hold (runs on an executor; threads, never
     processes, inside a task: the cluster already gives each task its core)."""
     from storage_handler.stats.scan import scan_footers
