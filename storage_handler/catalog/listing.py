@@ -1,8 +1,10 @@
 """List the files of the partitions a query kept, and only those.
 
 Each partition's files are the visible files directly in its location (Hive reads no subfolders of a partition):
-one ``list_dir`` per partition (on S3 one paginated LIST), serially on a local disk, by a bounded pool of
-``threads`` where a listing waits on the network (see :data:`DEFAULT_THREADS`).
+on a local disk all kept folders are listed by the C lister (:mod:`storage_handler.storage.native_listing`,
+runs of folders on up to :data:`NATIVE_THREADS` threads, no Python object per file), or in Python, serially,
+where it cannot be built; on S3 one paginated LIST per partition by a bounded pool of ``threads`` (see
+:data:`REMOTE_THREADS`).
 Paths in the result are relative to the table location when the partition lies under it (the index's keys), and
 the partition's own absolute location otherwise (a local path or a URI), so a partition registered in another
 folder or bucket is neither confused with one under the table nor able to pass for it. A registered partition
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,12 +38,26 @@ from storage_handler.stats.listing import (
     unescape_partition_value,
     unescape_path_name,
 )
-from storage_handler.storage import LOCAL, DirListing, Location, Storage, parse_location, storage_for
+from storage_handler.storage import (
+    LOCAL,
+    DirListing,
+    LocalStorage,
+    Location,
+    Storage,
+    local_path,
+    parse_location,
+    storage_for,
+)
+from storage_handler.storage.native_listing import FolderFiles, native_lister
 
 log = logging.getLogger(__name__)
-# Local disk: serial (see storage_handler.storage.local). Remote stores: a bounded pool, each listing a request.
+# Local disk in Python: serial (threads only contend for the GIL). Remote stores: a bounded pool, each listing a
+# request.
 DEFAULT_THREADS = 1
 REMOTE_THREADS = 16
+# Local disk through the C lister: runs of at least NATIVE_RUN_FOLDERS folders, up to NATIVE_THREADS at once
+NATIVE_THREADS = min(4, os.cpu_count() or 1)
+NATIVE_RUN_FOLDERS = 64
 _HIDDEN = ("_", ".")  # is_hidden's rule, inlined in the per-file loop
 PartitionPairs = tuple[tuple[str, str | None], ...]
 SCAN_SCHEMA = pa.schema([
@@ -102,10 +119,18 @@ def list_partition_batch(table_location: str, keys: Sequence[str], partitions: S
         store = storage if storage is not None and _same_store(folder, root) else storage_for(folder.uri)
         listing = store.list_dir(folder.uri)
         if listing is None:
-            log.warning("table %s: partition %s is registered at %s, which does not exist or holds nothing: "
-                        "read as empty", table, partition.name, partition.location)
+            _warn_missing(table, partition)
         return listing
 
+    pairs = tuple(tuple(zip(lowered, p.values, strict=True)) for _, p, _ in located)
+    prefixes = [prefix for prefix, _, _ in located]
+    native = _list_natively([folder for _, _, folder in located], storage, threads)
+    if native is not None:
+        for (_, partition, _), missing in zip(located, native.missing, strict=True):
+            if missing:
+                _warn_missing(table, partition)
+        return _batch(prefixes, pairs, lowered, native.names, native.sizes, native.mtimes_ms, native.tags,
+                      native.counts)
     if threads is None:
         threads = DEFAULT_THREADS if root.kind == LOCAL else REMOTE_THREADS
     if len(located) <= 1 or threads <= 1:
@@ -113,14 +138,47 @@ def list_partition_batch(table_location: str, keys: Sequence[str], partitions: S
     else:
         with ThreadPoolExecutor(max_workers=min(threads, len(located)), thread_name_prefix="hsh-list") as pool:
             listings = list(pool.map(one, located))
-    pairs = tuple(tuple(zip(lowered, p.values, strict=True)) for _, p, _ in located)
-    return _assemble([prefix for prefix, _, _ in located], pairs, listings, lowered)
+    return _assemble(prefixes, pairs, listings, lowered)
+
+
+def _warn_missing(table: str, partition: Partition) -> None:
+    log.warning("table %s: partition %s is registered at %s, which does not exist or holds nothing: "
+                "read as empty", table, partition.name, partition.location)
+
+
+def _list_natively(folders: Sequence[Location], storage: Storage | None,
+                   threads: int | None) -> FolderFiles | None:
+    """The files of local ``folders`` listed by the C lister (:mod:`storage_handler.storage.native_listing`), in
+    up to :data:`NATIVE_THREADS` contiguous runs of folders at once (no GIL is held in C); None where it does not
+    apply (a remote folder, a storage other than the local one passed in, no compiler) or a name is not UTF-8."""
+    if not folders or any(f.kind != LOCAL for f in folders) or (
+            storage is not None and not isinstance(storage, LocalStorage)):
+        return None
+    lister = native_lister()
+    if lister is None:
+        return None
+    paths = [local_path(f.uri) for f in folders]
+    runs = min(threads or NATIVE_THREADS, NATIVE_THREADS, max(1, len(paths) // NATIVE_RUN_FOLDERS))
+    if runs <= 1:
+        return lister.list_folders(paths)
+    size = -(-len(paths) // runs)
+    with ThreadPoolExecutor(max_workers=runs, thread_name_prefix="hsh-list") as pool:
+        parts = list(pool.map(lister.list_folders, [paths[s:s + size] for s in range(0, len(paths), size)]))
+    if any(p is None for p in parts):
+        return None
+    done = [p for p in parts if p is not None]
+    return FolderFiles(pa.concat_arrays([p.names for p in done]), np.concatenate([p.sizes for p in done]),
+                       np.concatenate([p.mtimes_ms for p in done]), pa.concat_arrays([p.tags for p in done]),
+                       np.concatenate([p.counts for p in done]), np.concatenate([p.missing for p in done]))
 
 
 def list_table_batch(table_location: str, *, table: str = "?", storage: Storage | None = None) -> ScanFiles:
     """The data files of an unpartitioned table as columns: the visible files directly in its folder."""
     root = parse_location(table_location)
     store = storage or storage_for(root.uri)
+    native = _list_natively([root], storage, 1)
+    if native is not None and not native.missing[0]:
+        return _batch([""], ((),), [], native.names, native.sizes, native.mtimes_ms, native.tags, native.counts)
     listing = store.list_dir(root.uri)
     if listing is None and root.kind == LOCAL and store.stat(root.uri) is not None:
         raise StorageError(f"table {table}: location {table_location!r} is a file, not a folder of data files")
@@ -166,14 +224,21 @@ def _assemble(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], listin
             mtimes += m
             tags += t
         counts.append(len(entries))
+    return _batch(prefixes, pairs, keys, pa.array(names, pa.string()), np.array(sizes, dtype=np.int64),
+                  np.array(mtimes, dtype=np.int64), pa.array(tags, pa.string()), np.array(counts, dtype=np.int32))
+
+
+def _batch(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], keys: Sequence[str], name_array: pa.Array,
+           sizes: np.ndarray, mtimes: np.ndarray, tags: pa.Array, counts: np.ndarray) -> ScanFiles:
+    """The scan batch of files listed per folder (``counts[i]`` files of folder ``i``, each folder's sorted by
+    name, the folders in ``prefixes`` order)."""
     partition_of = pa.array(np.repeat(np.arange(len(counts), dtype=np.int32), counts), pa.int32())
-    name_array = pa.array(names, pa.string())
     if any(prefixes):
         paths = pc.binary_join_element_wise(pc.take(pa.array(prefixes, pa.string()), partition_of), name_array, "")
     else:
         paths = name_array
     batch = pa.Table.from_arrays([
-        paths, pa.array(sizes, pa.int64()), pa.array(mtimes, pa.int64()), pa.array(tags, pa.string()),
+        paths, pa.array(sizes, pa.int64()), pa.array(mtimes, pa.int64()), tags,
         pc.take(_partition_maps(pairs, keys), partition_of),
     ], schema=SCAN_SCHEMA)
     if any(b.startswith(a) for a, b in zip(prefixes, prefixes[1:], strict=False)):

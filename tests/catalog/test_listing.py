@@ -212,3 +212,90 @@ def test_metastore_all_matches_names_then_by_names(hms, metastore_uri: str, tmp_
         two_calls = sorted(source.by_names(source.names()), key=lambda p: p.name)
     assert one_call == two_calls and len(one_call) == 4
     assert storage_for(str(root)).list_dir(parse_location(one_call[0].location).uri) is not None
+
+
+# ---------------------------------------------------------------- the C lister against the Python one
+ENTRY = st.sampled_from(["a.parquet", "b", "é.parquet", "_SUCCESS", ".x.crc", "000000_0", "Z", "a b", "sub/",
+                         "link->f", "link->dir", "dangling", "ü€", "a.parquet2"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(ENTRY, max_size=8, unique=True), min_size=1, max_size=6), st.sets(st.integers(0, 5)),
+       st.integers(1, 4))
+def test_the_c_listing_answers_like_python(folders: list[list[str]], missing: set[int], threads: int) -> None:
+    """Same scan batch, same partition numbers, whichever lister ran: hidden names, symlinks to files and folders,
+    dangling links, subfolders, unicode names, missing folders, any number of threads."""
+    import tempfile
+
+    from storage_handler.catalog import listing as catalog_listing
+    from storage_handler.storage.native_listing import native_lister
+
+    assert native_lister() is not None  # a C compiler is part of this machine: the native path is what ran
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "t"
+        (root / "elsewhere").mkdir(parents=True)
+        (root / "elsewhere" / "target.parquet").write_bytes(b"xyz")
+        parts = []
+        for i, names in enumerate(folders):
+            folder = root / f"p={i}"
+            parts.append(Partition(f"p={i}", (str(i),), str(folder)))
+            if i in missing:
+                continue
+            folder.mkdir()
+            for name in names:
+                if name.endswith("/"):
+                    (folder / name).mkdir()
+                elif name == "link->f":
+                    os.symlink(root / "elsewhere" / "target.parquet", folder / name)
+                elif name == "link->dir":
+                    os.symlink(root / "elsewhere", folder / name)
+                elif name == "dangling":
+                    os.symlink(root / "nowhere", folder / name)
+                else:
+                    (folder / name).write_bytes(b"x" * (len(name) + i))
+        native = list_partition_batch(str(root), ["p"], parts, threads=threads)
+        native_table = list_table_batch(str(root / "p=0"))
+        saved = catalog_listing.native_lister
+        catalog_listing.native_lister = lambda: None  # type: ignore[assignment]
+        try:
+            python = list_partition_batch(str(root), ["p"], parts, threads=threads)
+            python_table = list_table_batch(str(root / "p=0"))
+        finally:
+            catalog_listing.native_lister = saved
+        assert native.batch.equals(python.batch)
+        assert native.partition_of.equals(python.partition_of) and native.partitions == python.partitions
+        assert native_table.batch.equals(python_table.batch)
+
+
+def test_names_that_are_not_utf8_are_left_to_python(tmp_path: Path) -> None:
+    from storage_handler.storage.native_listing import native_lister
+
+    lister = native_lister()
+    assert lister is not None
+    (tmp_path / "ok.parquet").write_bytes(b"1")
+    assert lister.list_folders([str(tmp_path)]) is not None
+    with open(os.fsencode(tmp_path) + b"/\xff.parquet", "wb") as fh:
+        fh.write(b"2")
+    assert lister.list_folders([str(tmp_path)]) is None
+
+
+def test_without_a_compiler_the_python_listing_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from storage_handler.storage import native_listing
+
+    put_bytes(str(tmp_path / "t"), "d=1/a.parquet", b"x")
+    partitions = [Partition("d=1", ("1",), str(tmp_path / "t/d=1"))]
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("HSH_HOME", str(tmp_path / "home"))
+            patch.setenv("CC", "/bin/false")
+            native_listing.native_lister.cache_clear()
+            assert native_listing.native_lister() is None
+            assert "could not be built" in caplog.text
+            listed = list_partition_batch(str(tmp_path / "t"), ["d"], partitions)
+            assert listed.batch.column("path").to_pylist() == ["d=1/a.parquet"]
+            patch.setenv("HSH_NATIVE_LISTING", "0")
+            native_listing.native_lister.cache_clear()
+            assert native_listing.native_lister() is None
+    finally:
+        native_listing.native_lister.cache_clear()  # the next caller builds (or finds) the real one again
+    assert native_listing.native_lister() is not None

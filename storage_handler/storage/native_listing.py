@@ -1,0 +1,154 @@
+"""Listing many local folders in C: the query path's listing of a big table, with no Python object per file.
+
+Why: a query whose predicate names only data columns lists every partition of the table on every query (the
+handler keeps no listing cache, so a file written a second ago counts). In Python that is ~10 µs a file --
+``listdir``, one ``stat``, a tuple -- 2 s at 200,000 files, more than Spark's whole planning of the same table.
+``native/listing.c`` does the same system calls (``open`` + ``readdir`` + ``fstatat`` per folder) and returns
+flat buffers that become Arrow arrays directly.
+
+It is compiled here with the system C compiler (``cc``, or ``$CC``) once per source version into
+``$HSH_HOME/native/<hash>/``, like the JVM extension (:mod:`storage_handler.spark.jvm`). Decision: without a C
+compiler, on a platform without ``fstatat``, or with ``HSH_NATIVE_LISTING=0``, :func:`native_lister` returns None
+and the Python listing is used: the same answer, only slower (a test compares both on the same folders).
+
+The rules are the Python listing's (:func:`storage_handler.storage.local._list_by_fd` and
+:func:`storage_handler.stats.listing.is_hidden`): names starting with ``_`` or ``.`` are hidden; a symlink to a
+file is a file; an entry removed meanwhile is left out; a missing folder is reported, not raised. Names that are
+not UTF-8 (which Python would carry as surrogate escapes) make the call fall back to Python.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+log = logging.getLogger(__name__)
+SOURCE = Path(__file__).with_name("native") / "listing.c"
+
+
+class _Listing(ctypes.Structure):
+    _fields_ = [
+        ("count", ctypes.c_int64), ("names_len", ctypes.c_int64), ("names", ctypes.c_void_p),
+        ("offsets", ctypes.c_void_p), ("sizes", ctypes.c_void_p), ("mtimes_ns", ctypes.c_void_p),
+        ("ctimes_ns", ctypes.c_void_p), ("per_folder", ctypes.c_void_p), ("missing", ctypes.c_void_p),
+        ("error_folder", ctypes.c_int32), ("cap", ctypes.c_int64), ("names_cap", ctypes.c_int64),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class FolderFiles:
+    """The visible files of several folders, as columns: per folder (in the order asked) its files sorted by
+    name; ``counts[i]`` files of folder ``i``; ``missing[i]``: folder ``i`` does not exist."""
+
+    names: pa.StringArray
+    sizes: np.ndarray
+    mtimes_ms: np.ndarray
+    tags: pa.StringArray  # the version tag: the inode change time in ns, as text (storage_handler.storage.local)
+    counts: np.ndarray
+    missing: np.ndarray
+
+
+class NativeLister:
+    """The compiled ``hsh_list_folders``, callable from any thread (it holds no state)."""
+
+    def __init__(self, library: ctypes.CDLL) -> None:
+        self._list = library.hsh_list_folders
+        self._list.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.POINTER(_Listing)]
+        self._list.restype = ctypes.c_int
+        self._free = library.hsh_listing_free
+        self._free.argtypes = [ctypes.POINTER(_Listing)]
+        self._free.restype = None
+
+    def list_folders(self, folders: Sequence[str]) -> FolderFiles | None:
+        """The files of ``folders`` (local paths); None when a name is not UTF-8 (list those in Python).
+        Raises ``OSError`` naming the folder when one cannot be read (e.g. permission denied)."""
+        encoded = b"".join(os.fsencode(f) + b"\0" for f in folders)
+        out = _Listing()
+        try:
+            err = self._list(encoded, len(folders), ctypes.byref(out))
+            if err:
+                raise OSError(err, os.strerror(err), folders[out.error_folder])
+            n = out.count
+            data = ctypes.string_at(out.names, out.names_len) if out.names_len else b""
+            offsets = _copy(out.offsets, n + 1, np.int32)
+            names = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+            sizes = _copy(out.sizes, n, np.int64)
+            mtimes = _copy(out.mtimes_ns, n, np.int64) // 1_000_000  # floor, as Python's // (before 1970 too)
+            ctimes = _copy(out.ctimes_ns, n, np.int64)
+            counts = _copy(out.per_folder, len(folders), np.int32)
+            missing = _copy(out.missing, len(folders), np.uint8).astype(bool)
+        finally:
+            self._free(ctypes.byref(out))
+        try:
+            names.validate(full=True)  # UTF-8 names only; Python represents other bytes its own way
+        except pa.ArrowInvalid:
+            return None
+        return FolderFiles(names, sizes, mtimes, pc.cast(pa.array(ctimes, pa.int64()), pa.string()), counts, missing)
+
+
+def _copy(pointer: int | None, n: int, dtype: type[np.generic]) -> np.ndarray:
+    if n == 0 or not pointer:
+        return np.zeros(0, dtype=dtype)
+    size = n * np.dtype(dtype).itemsize
+    return np.frombuffer(ctypes.string_at(pointer, size), dtype=dtype).copy()
+
+
+@functools.lru_cache(maxsize=1)
+def native_lister() -> NativeLister | None:
+    """The compiled lister, or None (see the module docstring: the Python listing is used then)."""
+    if os.environ.get("HSH_NATIVE_LISTING", "1") == "0" or not sys.platform.startswith("linux"):
+        return None
+    try:
+        library = _compile()
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("the C listing could not be built (%s); listing in Python (slower on big tables)", exc)
+        return None
+    if library is None:
+        log.info("no C compiler (cc): listing in Python (slower on big tables)")
+        return None
+    return NativeLister(ctypes.CDLL(str(library)))
+
+
+def _compile() -> Path | None:
+    """``listing.c`` compiled into ``$HSH_HOME/native/<hash>/liblisting.so`` (reused when present); None without
+    a compiler. Built in a temporary folder and renamed into place, so concurrent processes never load half a
+    library."""
+    from metastore.local import state_home
+
+    source = SOURCE.read_bytes()
+    target = state_home() / "native" / hashlib.sha256(source).hexdigest()[:16]
+    library = target / "liblisting.so"
+    if library.is_file():
+        return library
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=target.parent, prefix=".compiling-")
+    try:
+        proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", f"{tmp}/liblisting.so", str(SOURCE)],
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise OSError(f"{compiler} failed: {proc.stderr.strip()[-500:]}")
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not library.is_file():  # unless another process won the race (then its library is used)
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return library
