@@ -138,7 +138,7 @@ def list_partition_batch(table_location: str, keys: Sequence[str], partitions: S
     else:
         with ThreadPoolExecutor(max_workers=min(threads, len(located)), thread_name_prefix="hsh-list") as pool:
             listings = list(pool.map(one, located))
-    return _assemble(prefixes, pairs, listings, lowered)
+    return _assemble(prefixes, pairs, listings, lowered, table)
 
 
 def _warn_missing(table: str, partition: Partition) -> None:
@@ -182,7 +182,7 @@ def list_table_batch(table_location: str, *, table: str = "?", storage: Storage 
     listing = store.list_dir(root.uri)
     if listing is None and root.kind == LOCAL and store.stat(root.uri) is not None:
         raise StorageError(f"table {table}: location {table_location!r} is a file, not a folder of data files")
-    return _assemble([""], ((),), [listing], [])
+    return _assemble([""], ((),), [listing], [], table)
 
 
 def list_partition_files(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
@@ -199,7 +199,7 @@ def list_table_files(table_location: str, *, table: str = "?", storage: Storage 
 
 
 def _assemble(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], listings: Sequence[DirListing | None],
-              keys: Sequence[str]) -> ScanFiles:
+              keys: Sequence[str], table: str = "?") -> ScanFiles:
     """The listings (one per partition, in ``prefixes`` order, sorted) as one sorted scan batch.
 
     Per file only list appends happen here; each folder's entries are sorted by name (a few dozen strings), so
@@ -224,6 +224,11 @@ def _assemble(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], listin
             mtimes += m
             tags += t
         counts.append(len(entries))
+    bad = next((n for n in names if not n.isascii() and _not_utf8(n)), None)
+    if bad is not None:
+        raise StorageError(
+            f"table {table}: a data file is named {os.fsencode(bad)!r}, which is not UTF-8; Hive and Spark cannot "
+            "address it reliably, so the table cannot be listed: rename the file (or prefix it with '_' to hide it)")
     return _batch(prefixes, pairs, keys, pa.array(names, pa.string()), np.array(sizes, dtype=np.int64),
                   np.array(mtimes, dtype=np.int64), pa.array(tags, pa.string()), np.array(counts, dtype=np.int32))
 
@@ -245,6 +250,15 @@ def _batch(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], keys: Seq
         order = pc.sort_indices(batch.column("path"))  # stable: nested folders, or one folder registered twice
         batch, partition_of = batch.take(order), pc.take(partition_of, order)
     return ScanFiles(batch, partition_of, pairs)
+
+
+def _not_utf8(name: str) -> bool:
+    """Whether ``name`` came from bytes that are not UTF-8 (Python keeps them as surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _partition_maps(pairs: tuple[PartitionPairs, ...], keys: Sequence[str]) -> pa.MapArray:

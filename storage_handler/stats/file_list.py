@@ -14,6 +14,7 @@ Partition values are shared: each file holds the number of its partition mapping
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
@@ -21,6 +22,8 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from storage_handler.errors import DatasetError
 
 _BATCH = 8_192  # rows turned into Python objects (or Arrow strings) at a time: a small, reused transient
 
@@ -210,7 +213,13 @@ class FileListBuilder:
 
     def _flush(self) -> None:
         if self._paths:
-            self._path_chunks.append(pa.array(self._paths, pa.string()))
+            try:
+                self._path_chunks.append(pa.array(self._paths, pa.string()))
+            except UnicodeEncodeError as exc:  # a name the OS gave as bytes that are not UTF-8
+                bad = next(p for p in self._paths if not _encodes(p))
+                raise DatasetError(
+                    f"a data file is named {os.fsencode(bad)!r}, which is not UTF-8; Hive and Spark cannot address "
+                    "it reliably: rename the file (or prefix its name with '_' to hide it)") from exc
             self._version_chunks.append(pa.array(self._versions, pa.string()))
             self._paths, self._versions = [], []
 
@@ -234,6 +243,14 @@ def concat(lists: Sequence[FileList]) -> FileList:
         np.concatenate([f.mtimes for f in lists]), pa.concat_arrays([f.versions for f in lists]),
         np.concatenate([f.slots + np.int32(o) for f, o in zip(lists, offsets, strict=True)]).astype(np.int32),
         tuple(p for f in lists for p in f.partitions))
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_sorted(paths: pa.Array) -> bool:

@@ -21,6 +21,7 @@ from storage_handler.catalog import (
     parse_partition_name,
 )
 from storage_handler.catalog.prune import _split_names, partition_batch
+from storage_handler.errors import StorageError
 from storage_handler.input_format import ParquetInputFormat, scan_batch
 from storage_handler.stats import update_index
 from storage_handler.stats.listing import escape_partition_value, partition_path
@@ -277,6 +278,9 @@ def test_names_that_are_not_utf8_are_left_to_python(tmp_path: Path) -> None:
     with open(os.fsencode(tmp_path) + b"/\xff.parquet", "wb") as fh:
         fh.write(b"2")
     assert lister.list_folders([str(tmp_path)]) is None
+    # the Python listing then refuses the table in one line naming the file, rather than a codec trace
+    with pytest.raises(StorageError, match=r"table db.t: a data file is named b'\\xff.parquet', which is not UTF-8"):
+        list_table_batch(str(tmp_path), table="db.t")
 
 
 def test_without_a_compiler_the_python_listing_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

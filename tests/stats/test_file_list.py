@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from storage_handler.errors import DatasetError
 from storage_handler.stats import DataFile, FileList, list_data_files
 from storage_handler.stats.file_list import FileListBuilder, concat
 from tests.stats.util import write
@@ -79,3 +82,11 @@ def test_list_data_files_is_columnar_and_sorted(tmp_path: Path) -> None:
     assert [f.path for f in files] == sorted(f"dt={d}/part-{j}.parquet" for d in (1, 2, 10) for j in (1, 3))
     assert [f.partition_values for f in files][::2] == [{"dt": "1"}, {"dt": "10"}, {"dt": "2"}]
     assert len(files.partitions) == 3  # one mapping per folder
+
+
+def test_a_name_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "dt=1").mkdir()
+    with open(os.fsencode(tmp_path / "dt=1") + b"/\xff.parquet", "wb") as fh:
+        fh.write(b"PAR1")
+    with pytest.raises(DatasetError, match=r"named b'dt=1/\\xff.parquet', which is not UTF-8"):
+        list_data_files(str(tmp_path), ["dt"])
