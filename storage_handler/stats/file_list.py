@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
 
 import numpy as np
@@ -174,7 +174,7 @@ class FileList(Sequence[DataFile]):
         order = np.argsort(first, kind="stable")
         return [(self.partitions[int(used[i])], int(first[i])) for i in order]
 
-    def partition_texts(self, render: Any) -> pa.Array:
+    def partition_texts(self, render: Callable[[Mapping[str, str | None]], str]) -> pa.Array:
         """``render(mapping)`` per file, computed once per mapping and spread by Arrow."""
         texts = pa.array([render(p) for p in self.partitions], pa.string())
         return pc.take(texts, pa.array(self.slots, pa.int32()))
