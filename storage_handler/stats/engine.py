@@ -15,10 +15,20 @@ without the GIL; on an object store many reads must be in flight at once. ``max_
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -35,8 +45,10 @@ from storage_handler.types import HiveType
 if TYPE_CHECKING:
     from storage_handler.stats.scan import FooterScan
 
+log = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]  # (files done, files total)
 CHUNK_FILES = 256
+PROCESS_MIN_FILES = 20_000  # below this, starting worker processes costs more than it saves
 LOCAL_WORKERS = 2 * (os.cpu_count() or 2)  # footers from the page cache: the CPU bounds it
 REMOTE_WORKERS = 32  # footers from an object store: latency bounds it
 
@@ -94,22 +106,43 @@ def _read_one(uri: str, file: DataFile, columns: Sequence[tuple[str, HiveType]],
 
 
 class LocalEngine:
-    """Footers read in this process by a bounded pool of threads, a chunk of files per task."""
+    """Footers read on this machine by a bounded pool, a chunk of files per task: threads where footers wait on
+    the network; worker processes for local tables of at least :data:`PROCESS_MIN_FILES` files on a machine of
+    several cores, where turning footers into statistics is Python work that threads serialize on the GIL
+    (``processes``: None chooses so; False inside a Spark task, whose core the cluster already gave it)."""
 
     name = "local"
 
-    def __init__(self, max_workers: int | None = None, chunk_files: int = CHUNK_FILES) -> None:
+    def __init__(self, max_workers: int | None = None, chunk_files: int = CHUNK_FILES,
+                 processes: bool | None = None) -> None:
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self.max_workers = max_workers
         self.chunk_files = max(1, chunk_files)
+        self.processes = processes
 
     def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
         storage_for(job.table_location, dict(job.conf))  # refuse an unreachable scheme before any thread starts
         total = len(files)
         if total == 0:
             return stats_table(job.columns, [], job.options)
-        default = LOCAL_WORKERS if parse_location(job.table_location).kind == LOCAL else REMOTE_WORKERS
+        local = parse_location(job.table_location).kind == LOCAL
+        cpus = os.cpu_count() or 1
+        processes = self.processes if self.processes is not None else (
+            local and total >= PROCESS_MIN_FILES and cpus > 1)
+        try:
+            return self._read(job, files, progress, local, processes)
+        except BrokenProcessPool as exc:
+            if not processes:
+                raise
+            warn_processes_failed(exc)
+            return self._read(job, files, progress, local, False)
+
+    def _read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None, local: bool,
+              processes: bool) -> pa.Table:
+        total = len(files)
+        cpus = os.cpu_count() or 1
+        default = (cpus if processes else LOCAL_WORKERS) if local else REMOTE_WORKERS
         workers = min(self.max_workers or default, total)
         # small chunks while there are few files, so every worker gets some
         size = min(self.chunk_files, max(1, -(-total // workers)))
@@ -117,7 +150,9 @@ class LocalEngine:
         parts: list[pa.Table | None] = [None] * len(bounds)
         done = 0
         lock = threading.Lock()
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-footer") as pool:
+        pool: Executor = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+                          if processes else ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-footer"))
+        with pool:
             pending: dict[Future[pa.Table], int] = {}
             queue = iter(enumerate(bounds))
             for i, (start, stop) in queue:  # keep at most 2 chunks per worker in flight: bounded memory
@@ -143,6 +178,13 @@ class LocalEngine:
         from storage_handler.stats.scan import scan_footers
 
         return scan_footers(root, files, options, conf=conf, max_workers=self.max_workers, progress=progress)
+
+
+def warn_processes_failed(exc: BaseException) -> None:
+    """Worker processes could not start or died: the caller reads with threads instead (slower, same rows).
+    The usual cause is a script without a main guard: ``spawn`` re-imports it in every worker."""
+    log.warning("footer worker processes failed (%s); reading footers with threads instead. A script that builds "
+                "indexes must guard its entry point with `if __name__ == \"__main__\":`", exc)
 
 
 def build_index(

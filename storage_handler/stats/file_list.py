@@ -137,7 +137,7 @@ class FileList(Sequence[DataFile]):
     # -- columns
     @property
     def total_size(self) -> int:
-        return int(self.sizes.sum()) if len(self) else 0
+        return sum(self.sizes.tolist())  # exact: Python integers cannot overflow
 
     def take(self, indices: np.ndarray | pa.Array) -> FileList:
         """The files at ``indices`` (positions), in that order."""

@@ -29,6 +29,7 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -36,7 +37,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
-from storage_handler.stats.engine import CHUNK_FILES, LOCAL_WORKERS, REMOTE_WORKERS, ProgressCallback
+from storage_handler.stats.engine import (
+    CHUNK_FILES,
+    LOCAL_WORKERS,
+    PROCESS_MIN_FILES,
+    REMOTE_WORKERS,
+    ProgressCallback,
+    warn_processes_failed,
+)
 from storage_handler.stats.footer import (
     FileStats,
     StatsOptions,
@@ -48,8 +56,6 @@ from storage_handler.stats.index import in_path_order, index_schema, indexed_col
 from storage_handler.stats.listing import DataFile
 from storage_handler.storage import LOCAL, FileEntry, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
-
-PROCESS_MIN_FILES = 20_000  # below this, starting worker processes costs more than it saves
 
 
 @dataclass
@@ -141,6 +147,20 @@ def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
     cpus = os.cpu_count() or 1
     if processes is None:
         processes = location.kind == LOCAL and total >= PROCESS_MIN_FILES and cpus > 1
+    try:
+        return _scan(location.uri, files, options, conf, max_workers, progress, processes, offset)
+    except BrokenProcessPool as exc:
+        if not processes:
+            raise
+        warn_processes_failed(exc)
+        return _scan(location.uri, files, options, conf, max_workers, progress, False, offset)
+
+
+def _scan(root: str, files: Sequence[DataFile], options: StatsOptions, conf: Mapping[str, str] | None,
+          max_workers: int | None, progress: ProgressCallback | None, processes: bool, offset: int) -> FooterScan:
+    location = parse_location(root)
+    total = len(files)
+    cpus = os.cpu_count() or 1
     default = (cpus if processes else LOCAL_WORKERS) if location.kind == LOCAL else REMOTE_WORKERS
     workers = min(max_workers or default, max(1, total))
     size = min(CHUNK_FILES, max(1, -(-total // workers)))

@@ -242,7 +242,7 @@ def _read_slice(job: FooterJob, max_workers: int | None, item: tuple[int, Sequen
     """One task: a slice's index rows as an Arrow IPC stream (runs on an executor)."""
     index, files = item
     _check_visible(job.table_location)
-    table = LocalEngine(max_workers, CHUNK_FILES).read(job, files)
+    table = LocalEngine(max_workers, CHUNK_FILES, processes=False).read(job, files)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)

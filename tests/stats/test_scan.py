@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 from metastore.dataset import discover
-from storage_handler.stats import LocalEngine, StatsOptions, build_index, list_data_files
+from storage_handler.stats import FooterJob, LocalEngine, StatsOptions, build_index, list_data_files
 from storage_handler.stats import scan as scan_module
 from storage_handler.stats.scan import scan_footers
-from storage_handler.types import parse_hive_type
+from storage_handler.types import parse_hive_type, parse_schema_text
 from tests.stats.util import write
 
 
@@ -77,3 +77,45 @@ def test_an_unreadable_footer_refuses_registration_naming_the_file(tmp_path: Pat
     (tmp_path / "b.parquet").write_bytes(b"PAR1 not a footer PAR1")
     with pytest.raises(Exception, match=r"b\.parquet is not a readable Parquet file"):
         discover(str(tmp_path))
+
+
+def test_refresh_reads_with_worker_processes_the_same_rows_as_threads(tmp_path: Path) -> None:
+    """``LocalEngine.read`` (refresh, index build) on worker processes for big local tables: the same rows, a
+    corrupt footer and a file outside the table folder included."""
+    mixed_dataset(tmp_path / "t")
+    (tmp_path / "t" / "dt=1" / "bad.parquet").write_bytes(b"PAR1 not a footer PAR1")
+    write(tmp_path / "elsewhere", "o.parquet", pa.table({"id": pa.array([5], pa.int64())}))
+    files = list_data_files(str(tmp_path / "t"), ["dt"]) + [
+        f._replace(path=str(tmp_path / "elsewhere" / "o.parquet"))
+        for f in list_data_files(str(tmp_path / "elsewhere"))]
+    job = FooterJob(str(tmp_path / "t"), tuple(parse_schema_text("id bigint, name string")), StatsOptions())
+    threads = LocalEngine(max_workers=3, chunk_files=2, processes=False).read(job, files)
+    processes = LocalEngine(max_workers=2, chunk_files=2, processes=True).read(job, files)
+    assert processes.equals(threads, check_metadata=True) and processes.num_rows == len(files) == 17
+
+
+NO_MAIN_GUARD = """
+import sys
+from storage_handler.stats import FooterJob, LocalEngine, StatsOptions, list_data_files
+from storage_handler.types import parse_schema_text
+
+root = sys.argv[1]
+job = FooterJob(root, tuple(parse_schema_text("id bigint")), StatsOptions())
+print(LocalEngine(max_workers=2, processes=True).read(job, list_data_files(root, ["dt"])).num_rows)
+"""
+
+
+def test_a_script_without_a_main_guard_still_gets_its_index(tmp_path: Path) -> None:
+    """``spawn`` re-imports the main script in every worker: without ``if __name__ == "__main__"`` the workers die
+    at start. The engine says so and reads with threads (same rows) rather than failing."""
+    import subprocess
+    import sys
+
+    mixed_dataset(tmp_path / "t")
+    script = tmp_path / "script.py"
+    script.write_text(NO_MAIN_GUARD)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "t")], capture_output=True, text=True,
+                          timeout=300, cwd=str(Path(__file__).resolve().parents[2]))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "15"
+    assert "reading footers with threads instead" in proc.stderr
