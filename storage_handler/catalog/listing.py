@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from storage_handler.catalog.partitions import Partition
 from storage_handler.errors import ConfigurationError, StorageError
-from storage_handler.stats.file_list import FileList
+from storage_handler.stats.file_list import FileList, is_utf8
 from storage_handler.stats.listing import (
     is_hidden,
     partition_path,
@@ -224,7 +224,7 @@ def _assemble(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], listin
             mtimes += m
             tags += t
         counts.append(len(entries))
-    bad = next((n for n in names if not n.isascii() and _not_utf8(n)), None)
+    bad = next((n for n in names if not n.isascii() and not is_utf8(n)), None)
     if bad is not None:
         raise StorageError(
             f"table {table}: a data file is named {os.fsencode(bad)!r}, which is not UTF-8; Hive and Spark cannot "
@@ -250,15 +250,6 @@ def _batch(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], keys: Seq
         order = pc.sort_indices(batch.column("path"))  # stable: nested folders, or one folder registered twice
         batch, partition_of = batch.take(order), pc.take(partition_of, order)
     return ScanFiles(batch, partition_of, pairs)
-
-
-def _not_utf8(name: str) -> bool:
-    """Whether ``name`` came from bytes that are not UTF-8 (Python keeps them as surrogate escapes)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _partition_maps(pairs: tuple[PartitionPairs, ...], keys: Sequence[str]) -> pa.MapArray:

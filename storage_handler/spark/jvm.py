@@ -17,10 +17,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from storage_handler.compiled import build_once
 from storage_handler.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -56,26 +56,19 @@ def compile_java(sources: Sequence[Path], target_root: Path, resources: Sequence
     javac = find_javac()
     if not javac:
         return None
-    target_root.mkdir(parents=True, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=target_root, prefix=".compiling-")
-    try:
+
+    def build(folder: Path) -> None:
         proc = subprocess.run(
-            [javac, "-nowarn", "-d", tmp, "-cp", f"{spark_home() / 'jars'}/*", *map(str, sorted(sources))],
+            [javac, "-nowarn", "-d", str(folder), "-cp", f"{spark_home() / 'jars'}/*", *map(str, sorted(sources))],
             capture_output=True, text=True,
         )
         if proc.returncode != 0:
             raise ConfigurationError(f"could not compile {sources[0].parent}: {proc.stderr.strip()[-800:]}")
         for resource, name in resources:
-            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(resource, Path(tmp) / name)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not target.is_dir():  # unless another process won the race (then its classes are used)
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(resource, folder / name)
+
+    return build_once(target, build)
 
 
 def extension_classpath() -> Path | None:

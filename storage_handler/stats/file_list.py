@@ -216,7 +216,7 @@ class FileListBuilder:
             try:
                 self._path_chunks.append(pa.array(self._paths, pa.string()))
             except UnicodeEncodeError as exc:  # a name the OS gave as bytes that are not UTF-8
-                bad = next(p for p in self._paths if not _encodes(p))
+                bad = next(p for p in self._paths if not is_utf8(p))
                 raise DatasetError(
                     f"a data file is named {os.fsencode(bad)!r}, which is not UTF-8; Hive and Spark cannot address "
                     "it reliably: rename the file (or prefix its name with '_' to hide it)") from exc
@@ -245,7 +245,8 @@ def concat(lists: Sequence[FileList]) -> FileList:
         tuple(p for f in lists for p in f.partitions))
 
 
-def _encodes(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8: a name the OS gave as other bytes holds surrogate escapes."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -27,7 +27,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from storage_handler.compiled import build_once
 
 log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("native") / "listing.c"
@@ -124,9 +125,8 @@ def native_lister() -> NativeLister | None:
 
 
 def _compile() -> Path | None:
-    """``listing.c`` compiled into ``$HSH_HOME/native/<hash>/liblisting.so`` (reused when present); None without
-    a compiler. Built in a temporary folder and renamed into place, so concurrent processes never load half a
-    library."""
+    """``listing.c`` compiled into ``$HSH_HOME/native/<hash>/liblisting.so`` (reused when present, see
+    :func:`storage_handler.compiled.build_once`); None without a compiler."""
     from metastore.local import state_home
 
     source = SOURCE.read_bytes()
@@ -137,18 +137,12 @@ def _compile() -> Path | None:
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not compiler:
         return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=target.parent, prefix=".compiling-")
-    try:
-        proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", f"{tmp}/liblisting.so", str(SOURCE)],
-                              capture_output=True, text=True, timeout=120)
+
+    def build(folder: Path) -> None:
+        proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(folder / "liblisting.so"),
+                               str(SOURCE)], capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise OSError(f"{compiler} failed: {proc.stderr.strip()[-500:]}")
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not library.is_file():  # unless another process won the race (then its library is used)
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    build_once(target, build)
     return library
