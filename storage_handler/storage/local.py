@@ -50,6 +50,7 @@ class LocalStorage:
         return DirListing(tuple(files), tuple(folders))
 
     def walk(self, uri: str, skip: Callable[[str], bool] | None = None) -> Iterator[FileEntry]:
+        # native/walk.c answers walk(uri, skip=is_hidden) for list_data_files in C: change both together
         root = local_path(uri)
         stack: list[tuple[str, str]] = [(root, "")]
         while stack:
