@@ -28,14 +28,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from storage_handler.errors import JavaNotFoundError, MetastoreUnavailableError, ProcessError
+from storage_handler.home import state_home as state_home  # re-exported: where callers have found it
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
-
-
-def state_home() -> Path:
-    """The state folder: ``$HSH_HOME`` or ``~/.local/state/hsh``."""
-    return Path(os.environ.get("HSH_HOME") or Path.home() / ".local" / "state" / "hsh").expanduser().resolve()
 
 
 def spark_home() -> Path:

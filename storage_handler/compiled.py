@@ -1,17 +1,20 @@
-"""Artifacts this package compiles for itself (the Spark extension's classes, the C lister), cached by content.
+"""Artifacts this package compiles for itself (the Spark extension's classes, the C lister, the footer reader),
+cached by content.
 
-Both are built once per source version into a folder named by a hash of the sources under ``$HSH_HOME``, and
+Each is built once per source version into a folder named by a hash of the sources under ``$HSH_HOME``, and
 several processes may start at once (a Spark session and a Thrift server; prune-service processes). One rule for
-both: build into a temporary sibling folder and rename it into place, so no process ever loads half an artifact;
+all: build into a temporary sibling folder and rename it into place, so no process ever loads half an artifact;
 when another process won the race, its (identical) folder is used.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
@@ -31,3 +34,29 @@ def build_once(target: Path, build: Callable[[Path], None]) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def native_library(name: str, source: Path, compiler: str, flags: Sequence[str], key: str = "") -> Path:
+    """``lib<name>.so`` built from ``source`` with ``compiler`` and ``flags`` into
+    ``$HSH_HOME/native/<hash>/``, where the hash covers the source, the command and ``key`` (e.g. the pyarrow
+    build a library links against), so a change of any of them builds anew and nothing stale is ever loaded.
+    Raises ``OSError`` with the compiler's own message when the build fails."""
+    from storage_handler.home import state_home
+
+    command = [compiler, *flags]
+    digest = hashlib.sha256(source.read_bytes())
+    digest.update("\0".join([*command, key]).encode())
+    target = state_home() / "native" / digest.hexdigest()[:16]
+    library = target / f"lib{name}.so"
+    if library.is_file():
+        return library
+
+    def build(folder: Path) -> None:
+        out = folder / library.name
+        proc = subprocess.run([compiler, "-o", str(out), str(source), *flags], capture_output=True, text=True,
+                              timeout=300)
+        if proc.returncode != 0:
+            raise OSError(f"{compiler} failed building {source.name}: {proc.stderr.strip()[-800:]}")
+
+    build_once(target, build)
+    return library

@@ -18,8 +18,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
     Executor,
@@ -29,17 +28,35 @@ from concurrent.futures import (
     wait,
 )
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from storage_handler.errors import StorageHandlerError
 from storage_handler.stats.file_list import FileList
-from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
+from storage_handler.stats.footer import (
+    FileStats,
+    StatsOptions,
+    footer_error,
+    read_file_stats,
+    read_footer,
+)
 from storage_handler.stats.index import check_files, indexed_columns, stats_table
 from storage_handler.stats.listing import DataFile
-from storage_handler.storage import LOCAL, FileEntry, Storage, parse_location, storage_for
+from storage_handler.stats.native_footers import native_reader, raw_of
+from storage_handler.stats.raw_footers import RawFooters
+from storage_handler.stats.rows import footer_rows
+from storage_handler.storage import (
+    LOCAL,
+    FileEntry,
+    Storage,
+    is_local,
+    local_path,
+    parse_location,
+    storage_for,
+)
 from storage_handler.types import HiveType
 
 if TYPE_CHECKING:
@@ -47,7 +64,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]  # (files done, files total)
-CHUNK_FILES = 256
+T = TypeVar("T")
+CHUNK_FILES = 256  # files per task when footers are read through pyarrow (one Python object per file)
+NATIVE_CHUNK_FILES = 4096  # files per task for the native reader (a fixed cost per chunk, none per file)
 PROCESS_MIN_FILES = 20_000  # below this, starting worker processes costs more than it saves
 LOCAL_WORKERS = 2 * (os.cpu_count() or 2)  # footers from the page cache: the CPU bounds it
 REMOTE_WORKERS = 32  # footers from an object store: latency bounds it
@@ -84,14 +103,58 @@ def read_chunk(job: FooterJob, files: Sequence[DataFile]) -> pa.Table:
     that every engine builds the same rows from the same files."""
     conf = dict(job.conf)
     root = parse_location(job.table_location).uri.rstrip("/")
+    if job.options.footer_only:  # the common case: footers only, columnar (no Python object per file)
+        listed = FileList.of(files)
+        return footer_rows(job.columns, listed, read_raw(root, listed, conf), job.options)
     table_storage = storage_for(root, conf)
     stats = []
     for f in files:
-        if f.path.startswith("/") or "://" in f.path:  # a partition registered outside the table folder
+        if is_absolute(f.path):  # a partition registered outside the table folder
             stats.append(_read_one(f.path, f, job.columns, job.options, None, conf))
         else:
             stats.append(_read_one(f"{root}/{f.path}", f, job.columns, job.options, table_storage, conf))
     return stats_table(job.columns, zip(files, stats, strict=True), job.options)
+
+
+def read_raw(root: str, files: FileList, conf: Mapping[str, str], *, strict: bool = False) -> RawFooters:
+    """The raw footer statistics of ``files`` (relative to ``root``, or absolute): natively when every file is on
+    this machine's disk and the native reader is built, else through pyarrow, file by file. An unreadable footer
+    is recorded as the file's error; with ``strict`` a failing storage (bucket, credentials, endpoint) raises
+    instead, since that is not one bad file."""
+    uris = [p if is_absolute(p) else f"{root}/{p}" for p in files.paths.to_pylist()]
+    reader = native_reader()
+    if reader is not None and all(is_local(u) for u in (root, *(u for u in uris if "://" in u))):
+        raw = reader.read([local_path(u) for u in uris], _local_error)
+        if raw is not None:
+            return raw
+    footers: list[pq.FileMetaData | str] = []
+    for i, uri in enumerate(uris):
+        entry = FileEntry(uri, int(files.sizes[i]), int(files.mtimes[i]), files.versions[i].as_py())
+        try:
+            with storage_for(uri, conf).open_input(uri, entry) as source:
+                footers.append(read_footer(source))
+        except StorageHandlerError as exc:
+            if strict:
+                raise
+            footers.append(footer_error(exc))
+        except Exception as exc:  # noqa: BLE001 - an unreadable footer: recorded, never fatal for the table
+            footers.append(footer_error(exc))
+    return raw_of(footers)
+
+
+def _local_error(path: str) -> str | None:
+    """pyarrow's account of a local footer the native reader could not read (None: pyarrow reads it)."""
+    try:
+        with pa.OSFile(path, "rb") as source:
+            read_footer(source)
+    except Exception as exc:  # noqa: BLE001 - the error text is the answer
+        return footer_error(exc)
+    return None
+
+
+def is_absolute(path: str) -> bool:
+    """Whether an index path names a file of a partition registered outside the table folder."""
+    return path.startswith("/") or "://" in path
 
 
 def _read_one(uri: str, file: DataFile, columns: Sequence[tuple[str, HiveType]], options: StatsOptions,
@@ -105,79 +168,115 @@ def _read_one(uri: str, file: DataFile, columns: Sequence[tuple[str, HiveType]],
     return read_file_stats(uri, columns, options, storage=storage, entry=entry)
 
 
+@dataclass(frozen=True, slots=True)
+class PoolPlan:
+    """How a local pool reads footers: ``workers`` at once, ``chunk`` files per task, in threads or processes."""
+
+    workers: int
+    chunk: int
+    processes: bool
+
+
+def pool_plan(local: bool, total: int, options: StatsOptions, *, max_workers: int | None = None,
+              processes: bool | None = None, chunk_files: int | None = None) -> PoolPlan:
+    """The one rule for sizing a footer pool (the index build and registration's scan both use it).
+
+    * Local files with the native reader (:mod:`.native_footers`): threads, one per core, chunks of
+      :data:`NATIVE_CHUNK_FILES` -- the C++ call and the Arrow work release the GIL, and a chunk costs a fixed few
+      hundred microseconds of Python however many files it holds.
+    * Local files read through pyarrow: worker processes (one per core) for tables of at least
+      :data:`PROCESS_MIN_FILES` files, since that path is Python per file, serialized on the GIL; threads below.
+    * Object stores: :data:`REMOTE_WORKERS` threads, since each footer waits on the network.
+
+    ``processes=False`` is forced inside a Spark task, whose core the cluster already gave it. Chunks shrink while
+    there are few files, so every worker gets some.
+    """
+    cpus = os.cpu_count() or 1
+    native = local and options.footer_only and native_reader() is not None
+    if processes is None:
+        processes = local and not native and total >= PROCESS_MIN_FILES and cpus > 1
+    default = cpus if processes or native else (LOCAL_WORKERS if local else REMOTE_WORKERS)
+    workers = max(1, min(max_workers or default, total))
+    chunk = chunk_files or (NATIVE_CHUNK_FILES if native else CHUNK_FILES)
+    return PoolPlan(workers, max(1, min(chunk, -(-total // workers))), processes)
+
+
+def run_chunks(plan: PoolPlan, total: int, task: Callable[..., T], args: Callable[[int, int], tuple[Any, ...]],
+               progress: ProgressCallback | None = None) -> Iterator[tuple[int, T]]:
+    """``task(*args(start, stop))`` over consecutive chunks of ``total`` files on a pool sized by ``plan``;
+    yields ``(start, result)`` as chunks finish, in any order, and reports ``progress(done, total)``.
+
+    At most two chunks per worker are in flight, so memory holds a bounded number of results however big the
+    table. The first failure propagates; chunks not started yet are cancelled.
+    """
+    pool: Executor = (ProcessPoolExecutor(plan.workers, mp_context=multiprocessing.get_context("spawn"))
+                      if plan.processes else ThreadPoolExecutor(plan.workers, thread_name_prefix="hsh-footer"))
+    starts = iter(range(0, total, plan.chunk))
+    pending: dict[Future[T], tuple[int, int]] = {}
+    done = 0
+
+    def submit() -> None:
+        start = next(starts, None)
+        if start is not None:
+            stop = min(start + plan.chunk, total)
+            pending[pool.submit(task, *args(start, stop))] = (start, stop)
+
+    try:
+        for _ in range(2 * plan.workers):
+            submit()
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                start, stop = pending.pop(future)
+                result = future.result()
+                done += stop - start
+                if progress is not None:
+                    progress(done, total)
+                yield start, result
+                submit()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 class LocalEngine:
-    """Footers read on this machine by a bounded pool, a chunk of files per task: threads where footers wait on
-    the network; worker processes for local tables of at least :data:`PROCESS_MIN_FILES` files on a machine of
-    several cores, where turning footers into statistics is Python work that threads serialize on the GIL
-    (``processes``: None chooses so; False inside a Spark task, whose core the cluster already gave it)."""
+    """Footers read on this machine by a bounded pool, a chunk of files per task (:func:`pool_plan` sizes it)."""
 
     name = "local"
 
-    def __init__(self, max_workers: int | None = None, chunk_files: int = CHUNK_FILES,
+    def __init__(self, max_workers: int | None = None, chunk_files: int | None = None,
                  processes: bool | None = None) -> None:
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self.max_workers = max_workers
-        self.chunk_files = max(1, chunk_files)
+        self.chunk_files = None if chunk_files is None else max(1, chunk_files)
         self.processes = processes
 
     def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
         storage_for(job.table_location, dict(job.conf))  # refuse an unreachable scheme before any thread starts
-        total = len(files)
-        if total == 0:
+        if len(files) == 0:
             return stats_table(job.columns, [], job.options)
-        local = parse_location(job.table_location).kind == LOCAL
-        cpus = os.cpu_count() or 1
-        processes = self.processes if self.processes is not None else (
-            local and total >= PROCESS_MIN_FILES and cpus > 1)
+        listed = FileList.of(files)
+        plan = pool_plan(parse_location(job.table_location).kind == LOCAL, len(listed), job.options,
+                         max_workers=self.max_workers, processes=self.processes, chunk_files=self.chunk_files)
         try:
-            return self._read(job, files, progress, local, processes)
+            return self._read(job, listed, progress, plan)
         except BrokenProcessPool as exc:
-            if not processes:
+            if not plan.processes:
                 raise
             warn_processes_failed(exc)
-            return self._read(job, files, progress, local, False)
+            return self._read(job, listed, progress, replace(plan, processes=False))
 
-    def _read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None, local: bool,
-              processes: bool) -> pa.Table:
-        total = len(files)
-        cpus = os.cpu_count() or 1
-        default = (cpus if processes else LOCAL_WORKERS) if local else REMOTE_WORKERS
-        workers = min(self.max_workers or default, total)
-        # small chunks while there are few files, so every worker gets some
-        size = min(self.chunk_files, max(1, -(-total // workers)))
-        bounds = [(s, min(s + size, total)) for s in range(0, total, size)]
-        parts: list[pa.Table | None] = [None] * len(bounds)
-        done = 0
-        lock = threading.Lock()
-        pool: Executor = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-                          if processes else ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hsh-footer"))
-        with pool:
-            pending: dict[Future[pa.Table], int] = {}
-            queue = iter(enumerate(bounds))
-            for i, (start, stop) in queue:  # keep at most 2 chunks per worker in flight: bounded memory
-                pending[pool.submit(read_chunk, job, files[start:stop])] = i
-                if len(pending) >= 2 * workers:
-                    break
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    i = pending.pop(future)
-                    parts[i] = future.result()
-                    with lock:
-                        done += bounds[i][1] - bounds[i][0]
-                    if progress is not None:
-                        progress(done, total)
-                    nxt = next(queue, None)
-                    if nxt is not None:
-                        pending[pool.submit(read_chunk, job, files[nxt[1][0]:nxt[1][1]])] = nxt[0]
-        return pa.concat_tables([p for p in parts if p is not None])
+    def _read(self, job: FooterJob, files: FileList, progress: ProgressCallback | None,
+              plan: PoolPlan) -> pa.Table:
+        parts = dict(run_chunks(plan, len(files), read_chunk, lambda a, b: (job, files[a:b]), progress))
+        return pa.concat_tables([parts[start] for start in sorted(parts)])
 
     def scan(self, root: str, files: Sequence[DataFile], options: StatsOptions, *,
              conf: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> FooterScan:
         from storage_handler.stats.scan import scan_footers
 
-        return scan_footers(root, files, options, conf=conf, max_workers=self.max_workers, progress=progress)
+        return scan_footers(root, files, options, conf=conf, max_workers=self.max_workers, progress=progress,
+                            processes=self.processes, chunk_files=self.chunk_files)
 
 
 def warn_processes_failed(exc: BaseException) -> None:

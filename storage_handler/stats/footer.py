@@ -1,14 +1,16 @@
 """Per-file statistics from a Parquet footer: record count and, per top-level column, min, max and null count.
 
 Why footers only: a footer is a few KB at the end of the file, so indexing a table costs one small read per file,
-not a scan. The price is that we must only keep what the footer proves (see ``convert.py`` for the value rules):
+not a scan. The price is that we must only keep what the footer proves (``bounds.py`` aggregates row groups,
+``convert.py`` holds the value rules):
 
 * Row groups are aggregated: null counts are summed (unknown if any row group lacks one); a row group with only
-  nulls contributes no bounds; a row group with values but no usable min/max makes the file's bound unknown.
+  nulls contributes no bounds; a row group with values but no usable min/max makes the file's bound unknown; a
+  row group whose statistics do not decode, or whose null count is outside ``[0, rows]``, makes the column unknown.
 * Floats: the NaN rule. Parquet footers written by Arrow (and parquet-mr) leave NaN out of min/max, and pyarrow 26
   exposes no ``nan_count``, so a footer cannot prove that a float column has no NaN: float/double bounds from a
-  footer are unknown, unless the statistics carry ``nan_count == 0`` (read when a future pyarrow exposes it) or
-  ``StatsOptions(scan_float_columns=True)`` asks to read those columns' data and compute exact NaN-aware bounds.
+  footer are unknown, unless ``StatsOptions(scan_float_columns=True)`` asks to read those columns' data and
+  compute exact NaN-aware bounds.
 * Strings: pyarrow 26 does not expose ``is_min_value_exact``/``is_max_value_exact``. The Parquet spec makes a
   truncated bound still a bound (min cut to a prefix, max cut and incremented), and pyarrow already drops stats
   from writers known to have written wrong ones (PARQUET-251/686, signed byte order), so string bounds are kept as
@@ -17,7 +19,9 @@ not a scan. The price is that we must only keep what the footer proves (see ``co
   there (``null_count = num_records``). A name that matches a nested column, or two columns differing only in case,
   gives unknown stats. A file whose footer cannot be read gets ``num_records = None``, all stats unknown and
   ``error`` set: one bad file never fails the table.
-"""
+
+Many files at once (the index build) go through :mod:`storage_handler.stats.rows` instead of a ``FileStats`` per
+file; both use the same :func:`column_plan` and :func:`storage_handler.stats.bounds.column_stats`."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -38,9 +43,11 @@ except ImportError:  # pragma: no cover - a pyarrow without it: the public path 
     _ParquetReader = None  # type: ignore[assignment, misc]
 
 from storage_handler.errors import ConfigurationError, StatsIndexError
-from storage_handler.stats.convert import Source, classify, convert_bound, float_bound
+from storage_handler.stats.bounds import column_stats
+from storage_handler.stats.convert import Source, classify, float_bound
 from storage_handler.stats.membership import ColumnMembership, read_membership
 from storage_handler.stats.membership_spec import MembershipSpec
+from storage_handler.stats.native_footers import raw_of
 from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType
 
@@ -69,6 +76,11 @@ class StatsOptions:
                 f"table parameter {TABLE_PARAM_SCAN_FLOAT}={parameters[TABLE_PARAM_SCAN_FLOAT]!r}: use true or false"
             )
         return cls(scan_float_columns=value == "true", membership=MembershipSpec.for_table(parameters))
+
+    @property
+    def footer_only(self) -> bool:
+        """Whether statistics come from footers alone (no column data read: no float scan, no filters)."""
+        return not self.scan_float_columns and self.membership.is_empty
 
     @property
     def footer_options(self) -> StatsOptions:
@@ -131,7 +143,7 @@ def read_file_stats(
     try:
         store = storage or storage_for(path)
         with store.open_input(path, entry) as source:
-            if not options.scan_float_columns and options.membership.is_empty:
+            if options.footer_only:
                 return stats_from_metadata(read_footer(source), columns)  # the common case: the footer only
             with pq.ParquetFile(source) as pf:
                 stats = stats_from_metadata(pf.metadata, columns)
@@ -142,8 +154,7 @@ def read_file_stats(
                                                                                        options.membership)))
                 return stats
     except Exception as exc:  # noqa: BLE001 - any unreadable footer is recorded, never fatal for the table
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return FileStats.failed(f"{type(exc).__name__}: {message}"[:1000])
+        return FileStats.failed(footer_error(exc))
 
 
 def read_footer(source: pa.NativeFile) -> pq.FileMetaData:
@@ -164,28 +175,46 @@ def read_footer(source: pa.NativeFile) -> pq.FileMetaData:
 def stats_from_metadata(
     metadata: pq.FileMetaData, columns: Sequence[tuple[str, HiveType]], row_groups: Sequence[int] | None = None
 ) -> FileStats:
-    """Stats of the given table columns from an already-read footer (pure: no I/O).
+    """Stats of the given table columns from an already-read footer (pure: no I/O), by the same rules as the
+    index (:mod:`storage_handler.stats.bounds`).
 
     ``row_groups`` restricts the aggregation to those row groups (the reader prunes row groups with it).
     """
+    raw = raw_of([metadata])
     groups = range(metadata.num_row_groups) if row_groups is None else row_groups
     num_rows = int(metadata.num_rows) if row_groups is None else sum(metadata.row_group(r).num_rows for r in groups)
     result: dict[str, ColumnStats] = {}
-    for plan in _plan(metadata.schema, columns):
-        if plan.leaf is None:
+    one = np.zeros(1, np.int64)
+    for plan in column_plan(metadata.schema, columns):
+        if plan.leaf is None or plan.source is None:
             # absent from this file: all null here; nested or ambiguous (names compared ignoring case): unknown
             result[plan.key] = ColumnStats(None, None, num_rows) if plan.absent else UNKNOWN
             continue
-        try:
-            result[plan.key] = _column_stats(metadata, plan.leaf, plan.source, plan.hive_type, groups)
-        except Exception:  # noqa: BLE001 - odd statistics in one column must not cost the whole file
-            result[plan.key] = UNKNOWN
+        chunks, owner = raw.chunks_of(one, plan.leaf, row_groups)
+        lo, hi, nulls = column_stats(raw, chunks, owner, 1, plan.source, plan.hive_type)
+        result[plan.key] = ColumnStats(_python(lo), _python(hi), nulls[0].as_py())
     return FileStats(num_rows, MappingProxyType(result))
 
 
+def _python(values: pa.Array) -> Any:
+    """The one value of ``values`` in the form ``convert.py`` gives bounds (dates as days, timestamps as µs)."""
+    if pa.types.is_date32(values.type):
+        values = values.cast(pa.int32())
+    elif pa.types.is_timestamp(values.type):
+        values = values.cast(pa.int64())
+    return values[0].as_py()
+
+
+def footer_error(exc: BaseException) -> str:
+    """Why a footer could not be read, as the index records it (``stats_error``): the exception's type and the
+    first line of its message."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:1000]
+
+
 @dataclass(frozen=True, slots=True)
-class _ColumnPlan:
-    """Where a table column is in a file's schema and how its statistics are read (see :func:`_plan`)."""
+class ColumnPlan:
+    """Where a table column is in a file's schema and how its statistics are read (see :func:`column_plan`)."""
 
     key: str
     hive_type: HiveType
@@ -194,11 +223,11 @@ class _ColumnPlan:
     source: Source | None
 
 
-_PLANS: list[tuple[pq.ParquetSchema, Sequence[tuple[str, HiveType]], tuple[_ColumnPlan, ...]]] = []
+_PLANS: list[tuple[pq.ParquetSchema, Sequence[tuple[str, HiveType]], tuple[ColumnPlan, ...]]] = []
 _PLANS_LOCK = threading.Lock()
 
 
-def _plan(schema: pq.ParquetSchema, columns: Sequence[tuple[str, HiveType]]) -> tuple[_ColumnPlan, ...]:
+def column_plan(schema: pq.ParquetSchema, columns: Sequence[tuple[str, HiveType]]) -> tuple[ColumnPlan, ...]:
     """Each table column's leaf and classification in ``schema``, computed once per distinct file schema.
 
     Files of one table nearly always share their schema, and matching names and classifying types (which parses
@@ -215,11 +244,11 @@ def _plan(schema: pq.ParquetSchema, columns: Sequence[tuple[str, HiveType]]) -> 
         leaves = primitives.get(key)
         if leaves is None:
             nested = any(p.startswith(key + ".") for p in nested_paths)
-            plans.append(_ColumnPlan(key, hive_type, None, not nested, None))
+            plans.append(ColumnPlan(key, hive_type, None, not nested, None))
         elif len(leaves) != 1:
-            plans.append(_ColumnPlan(key, hive_type, None, False, None))
+            plans.append(ColumnPlan(key, hive_type, None, False, None))
         else:
-            plans.append(_ColumnPlan(key, hive_type, leaves[0], False, classify(schema.column(leaves[0]))))
+            plans.append(ColumnPlan(key, hive_type, leaves[0], False, classify(schema.column(leaves[0]))))
     plan = tuple(plans)
     with _PLANS_LOCK:
         _PLANS.insert(0, (schema, columns, plan))
@@ -242,52 +271,6 @@ def _leaf_map(schema: pq.ParquetSchema) -> tuple[dict[str, list[int]], list[str]
         else:
             nested.append(col.path.lower())
     return primitives, nested
-
-
-def _column_stats(md: pq.FileMetaData, leaf: int, source: Any, hive_type: HiveType,
-                  groups: Sequence[int]) -> ColumnStats:
-    null_total: int | None = 0
-    lo: Any = None
-    hi: Any = None
-    lo_known = hi_known = True
-    for r in groups:
-        rg = md.row_group(r)
-        rows = rg.num_rows
-        if rows == 0:
-            continue
-        chunk = rg.column(leaf)
-        st = chunk.statistics if chunk.is_stats_set else None
-        nulls = st.null_count if st is not None and st.has_null_count else None
-        if nulls is None or nulls > rows:
-            null_total = None
-        elif null_total is not None:
-            null_total += nulls
-        if nulls is not None and nulls >= rows:
-            continue  # only nulls: no values to bound
-        if st is None or not st.has_min_max or (source.kind == "float" and not _proved_nan_free(st)):
-            lo_known = hi_known = False
-            continue
-        rg_lo = convert_bound(st.min_raw, source, hive_type, upper=False) if lo_known else None
-        rg_hi = convert_bound(st.max_raw, source, hive_type, upper=True) if hi_known else None
-        if rg_lo is None:
-            lo_known = False
-        elif lo is None or rg_lo < lo:
-            lo = rg_lo
-        if rg_hi is None:
-            hi_known = False
-        elif hi is None or rg_hi > hi:
-            hi = rg_hi
-        if not lo_known and not hi_known and null_total is None:
-            break
-    return ColumnStats(lo if lo_known else None, hi if hi_known else None, null_total)
-
-
-def _proved_nan_free(st: Any) -> bool:
-    """True only when the footer itself says there is no NaN (``nan_count == 0``; absent in pyarrow 26)."""
-    if not getattr(st, "has_nan_count", True):
-        return False
-    count = getattr(st, "nan_count", None)
-    return isinstance(count, int) and count == 0
 
 
 def _scan_float_columns(pf: pq.ParquetFile, columns: Sequence[tuple[str, HiveType]], stats: FileStats) -> FileStats:

@@ -10,50 +10,36 @@ is a request, and on a big local table it is most of the work. Here each footer 
 * at the end, :meth:`FooterScan.index_for` lifts every group's rows to the table's columns: a column a group lacks
   is all null in those files (null count = record count, no bounds).
 
-Chunks of files are read by a pool: threads where footers wait on the network; processes on a local disk, where
-turning a footer into statistics is Python work that threads would serialize on the GIL (a process costs its
-start, so only for tables of many files, :data:`PROCESS_MIN_FILES`). Memory: per chunk an Arrow table per group,
-never a Python object per file of the whole dataset.
+Chunks of files are read by the engine's pool (:func:`storage_handler.stats.engine.pool_plan`: threads for the
+native reader and for object stores, processes for big local tables read through pyarrow). Memory: per chunk an
+Arrow table per group, never a Python object per file of the whole dataset.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import (
-    FIRST_COMPLETED,
-    Executor,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    wait,
-)
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
 from storage_handler.stats.engine import (
-    CHUNK_FILES,
-    LOCAL_WORKERS,
-    PROCESS_MIN_FILES,
-    REMOTE_WORKERS,
+    PoolPlan,
     ProgressCallback,
+    is_absolute,
+    pool_plan,
+    read_raw,
+    run_chunks,
     warn_processes_failed,
 )
-from storage_handler.stats.footer import (
-    FileStats,
-    StatsOptions,
-    read_file_stats,
-    read_footer,
-    stats_from_metadata,
-)
+from storage_handler.stats.file_list import FileList
+from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
 from storage_handler.stats.index import in_path_order, index_schema, indexed_columns, stats_table
 from storage_handler.stats.listing import DataFile
+from storage_handler.stats.rows import footer_rows
 from storage_handler.storage import LOCAL, FileEntry, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
@@ -136,102 +122,71 @@ class FooterScan:
 def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
                  conf: Mapping[str, str] | None = None, max_workers: int | None = None,
                  progress: ProgressCallback | None = None, processes: bool | None = None,
-                 offset: int = 0) -> FooterScan:
-    """Read every file's footer once: schemas and statistics (see the module docstring). ``processes``: None
-    chooses (local disk and at least :data:`PROCESS_MIN_FILES` files on a machine of several cores). ``offset``:
-    the position of ``files[0]`` in the whole dataset, when this is one slice of it (a Spark task's), so the
-    first file of each schema is the same whichever slices ran where."""
+                 offset: int = 0, chunk_files: int | None = None) -> FooterScan:
+    """Read every file's footer once: schemas and statistics (see the module docstring). The pool is sized by
+    :func:`~storage_handler.stats.engine.pool_plan` (``processes``: None lets it choose). ``offset``: the position
+    of ``files[0]`` in the whole dataset, when this is one slice of it (a Spark task's), so the first file of each
+    schema is the same whichever slices ran where."""
     location = parse_location(root)
     storage_for(location.uri, conf)  # an unreachable scheme fails here, once
-    total = len(files)
-    cpus = os.cpu_count() or 1
-    if processes is None:
-        processes = location.kind == LOCAL and total >= PROCESS_MIN_FILES and cpus > 1
+    listed = FileList.of(files)
+    plan = pool_plan(location.kind == LOCAL, len(listed), options, max_workers=max_workers, processes=processes,
+                     chunk_files=chunk_files)
     try:
-        return _scan(location.uri, files, options, conf, max_workers, progress, processes, offset)
+        return _scan(location.uri, listed, options, conf, plan, progress, offset)
     except BrokenProcessPool as exc:
-        if not processes:
+        if not plan.processes:
             raise
         warn_processes_failed(exc)
-        return _scan(location.uri, files, options, conf, max_workers, progress, False, offset)
+        return _scan(location.uri, listed, options, conf, replace(plan, processes=False), progress, offset)
 
 
-def _scan(root: str, files: Sequence[DataFile], options: StatsOptions, conf: Mapping[str, str] | None,
-          max_workers: int | None, progress: ProgressCallback | None, processes: bool, offset: int) -> FooterScan:
-    location = parse_location(root)
-    total = len(files)
-    cpus = os.cpu_count() or 1
-    default = (cpus if processes else LOCAL_WORKERS) if location.kind == LOCAL else REMOTE_WORKERS
-    workers = min(max_workers or default, max(1, total))
-    size = min(CHUNK_FILES, max(1, -(-total // workers)))
+def _scan(root: str, files: FileList, options: StatsOptions, conf: Mapping[str, str] | None, plan: PoolPlan,
+          progress: ProgressCallback | None, offset: int) -> FooterScan:
     scan = FooterScan()
     conf_items = tuple(sorted((conf or {}).items()))
-    pool: Executor = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-                      if processes else ThreadPoolExecutor(workers, thread_name_prefix="hsh-scan"))
-    done = 0
-    with pool:
-        pending: set[Future[_ChunkResult]] = set()
-        starts = iter(range(0, total, size))
-        for start in starts:
-            pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, offset + start,
-                                    tuple(files[start:start + size])))
-            if len(pending) >= 2 * workers:  # bounded: at most two chunks per worker in flight
-                break
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                result = future.result()
-                scan._merge(result)
-                done += result.files
-                if progress is not None:
-                    progress(done, total)
-                nxt = next(starts, None)
-                if nxt is not None:
-                    pending.add(pool.submit(_scan_chunk, location.uri, conf_items, options, offset + nxt,
-                                            tuple(files[nxt:nxt + size])))
+    for _, result in run_chunks(plan, len(files), _scan_chunk,
+                                lambda a, b: (root, conf_items, options, offset + a, files[a:b]), progress):
+        scan._merge(result)
     return scan
 
 
 def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOptions, start: int,
-                files: tuple[DataFile, ...]) -> _ChunkResult:
-    """Footers of one chunk (module level: it runs in worker processes too)."""
-    storage = storage_for(root, dict(conf))
-    base = root.rstrip("/")
-    local: list[tuple[pq.ParquetSchema, _Group, list[tuple[DataFile, FileStats]], list[DataFile]]] = []
-    bad: list[tuple[DataFile, str]] = []
-    for offset, f in enumerate(files):
-        uri = f"{base}/{f.path}"
-        entry = FileEntry(uri, f.size, f.mtime_ms, f.version)
+                files: FileList) -> _ChunkResult:
+    """Footers of one chunk, grouped by schema (module level: it runs in worker processes too)."""
+    settings = dict(conf)
+    raw = read_raw(root.rstrip("/"), files, settings, strict=True)  # storage failing is not one bad file
+    bad = [(files[int(i)], raw.errors[int(i)] or "") for i in np.flatnonzero(raw.schema < 0)]
+    groups: list[tuple[_Group, pa.Table | None, list[DataFile]]] = []
+    for s, schema in enumerate(raw.schemas):
+        members = np.flatnonzero(raw.schema == s)
+        first = int(members[0])
+        arrow = schema.to_arrow_schema().remove_metadata()
         try:
-            with storage.open_input(uri, entry) as source:
-                metadata = read_footer(source)
-        except StorageHandlerError:
-            raise  # storage itself failed (bucket, credentials, endpoint): not one bad file
-        except Exception as exc:  # noqa: BLE001 - an unreadable footer: the caller decides (refuse or record)
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            bad.append((f, f"{type(exc).__name__}: {text}"[:1000]))
-            continue
-        schema = metadata.schema
-        slot = next((s for s in local if s[0].equals(schema)), None)  # nearly always the first: one C++ compare
-        if slot is None:
-            arrow = schema.to_arrow_schema().remove_metadata()
-            try:
-                columns: tuple[tuple[str, HiveType], ...] | None = indexed_columns(
-                    (fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow)
-            except (SchemaError, StorageHandlerError):
-                columns = None
-            slot = (schema, _Group(arrow, start + offset, f.path, columns), [], [])
-            local.append(slot)
-        _, group, entries, deferred = slot
-        if group.columns is None:
-            deferred.append(f)
-        elif options.scan_float_columns or not options.membership.is_empty:  # needs the data: the regular path
-            entries.append((f, read_file_stats(uri, group.columns, options, storage=storage, entry=entry)))
-        else:
-            entries.append((f, stats_from_metadata(metadata, group.columns)))
-    groups = [(g, stats_table(g.columns, entries, options) if g.columns is not None and entries else None, deferred)
-              for _, g, entries, deferred in local]
+            columns: tuple[tuple[str, HiveType], ...] | None = indexed_columns(
+                (fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow)
+        except (SchemaError, StorageHandlerError):
+            columns = None
+        group = _Group(arrow, start + first, files.paths[first].as_py(), columns)
+        mine = files if len(members) == len(files) else files.take(members)
+        if columns is None:  # not plannable alone: read again with the table's columns
+            groups.append((group, None, list(mine)))
+        elif options.footer_only:
+            groups.append((group, footer_rows(columns, mine, raw.select(members), options), []))
+        else:  # needs the data (float columns, bloom filters, value lists): the per-file path
+            groups.append((group, _read_with_data(root, settings, mine, columns, options), []))
     return _ChunkResult(groups, bad, len(files), start)
+
+
+def _read_with_data(root: str, conf: Mapping[str, str], files: FileList, columns: Sequence[tuple[str, HiveType]],
+                    options: StatsOptions) -> pa.Table:
+    storage = storage_for(root, conf)
+    entries = []
+    for f in files:
+        uri = f.path if is_absolute(f.path) else f"{root.rstrip('/')}/{f.path}"
+        entry = FileEntry(uri, f.size, f.mtime_ms, f.version)
+        entries.append((f, read_file_stats(uri, columns, options, storage=storage, entry=entry)))
+    return stats_table(columns, entries, options)
 
 
 def _lift(table: pa.Table, target: pa.Schema) -> pa.Table:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from storage_handler.errors import ConfigurationError
-from storage_handler.stats.engine import CHUNK_FILES, FooterEngine, FooterJob, LocalEngine, ProgressCallback
+from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
 from storage_handler.stats.file_list import DataFile, FileList
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import stats_table
@@ -242,7 +242,7 @@ def _read_slice(job: FooterJob, max_workers: int | None, item: tuple[int, Sequen
     """One task: a slice's index rows as an Arrow IPC stream (runs on an executor)."""
     index, files = item
     _check_visible(job.table_location)
-    table = LocalEngine(max_workers, CHUNK_FILES, processes=False).read(job, files)
+    table = LocalEngine(max_workers, processes=False).read(job, files)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)

@@ -121,16 +121,23 @@ def test_registered_table_is_a_plain_hive_table(hms, events_dataset: Path) -> No
 
 def test_registration_reads_each_footer_once(hms, events_dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One pass over the footers gives the schema and the index rows; the index build reads none again."""
+    from storage_handler.stats.native_footers import NativeFooterReader
     from storage_handler.storage.local import LocalStorage
 
     opened: list[str] = []
     real = LocalStorage.open_input
+    real_native = NativeFooterReader.read
 
     def counting(self, uri, entry=None):  # type: ignore[no-untyped-def]
         opened.append(uri)
         return real(self, uri, entry)
 
+    def counting_natively(self, paths, error_of):  # type: ignore[no-untyped-def]
+        opened.extend(paths)
+        return real_native(self, paths, error_of)
+
     monkeypatch.setattr(LocalStorage, "open_input", counting)
+    monkeypatch.setattr(NativeFooterReader, "read", counting_natively)
     result = _register(hms, "reg.once", events_dataset)
     data_files = sorted(str(p) for p in events_dataset.rglob("*.parquet") if "_hsh_index" not in str(p))
     assert sorted(u for u in opened if "_hsh_index" not in u) == data_files  # each once

@@ -6,14 +6,12 @@ import datetime as dt
 import math
 from decimal import Decimal
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
 
 from storage_handler.stats import ColumnStats
 from storage_handler.stats.convert import Source, convert_bound, float_bound
-from storage_handler.stats.footer import _proved_nan_free
 from storage_handler.types import HiveType
 from tests.stats.util import col, file_stats, write
 
@@ -105,13 +103,6 @@ def test_double_file_read_as_float_rounds_outward(tmp_path):
     assert s.min <= 0.1 and s.max >= 0.7
     assert float_bound(1e300, True, upper=True) is None  # beyond float32
     assert float_bound(NAN, False, upper=False) is None
-
-
-def test_nan_proof_is_read_from_statistics_when_exposed():
-    assert _proved_nan_free(SimpleNamespace(nan_count=0))
-    assert not _proved_nan_free(SimpleNamespace(nan_count=2))
-    assert not _proved_nan_free(SimpleNamespace(nan_count=0, has_nan_count=False))
-    assert not _proved_nan_free(SimpleNamespace())
 
 
 # ---------------------------------------------------------------- decimals

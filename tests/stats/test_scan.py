@@ -10,7 +10,6 @@ import pytest
 
 from metastore.dataset import discover
 from storage_handler.stats import FooterJob, LocalEngine, StatsOptions, build_index, list_data_files
-from storage_handler.stats import scan as scan_module
 from storage_handler.stats.scan import scan_footers
 from storage_handler.types import parse_hive_type, parse_schema_text
 from tests.stats.util import write
@@ -32,12 +31,10 @@ def mixed_dataset(root: Path) -> None:
 
 
 @pytest.mark.parametrize("scan_floats", [False, True])
-def test_one_pass_equals_reading_the_index_afterwards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      scan_floats: bool) -> None:
-    monkeypatch.setattr(scan_module, "CHUNK_FILES", 2)  # many chunks, finishing in any order
+def test_one_pass_equals_reading_the_index_afterwards(tmp_path: Path, scan_floats: bool) -> None:
     mixed_dataset(tmp_path)
-    options = StatsOptions(scan_float_columns=scan_floats)
-    dataset = discover(str(tmp_path), options=options, engine=LocalEngine(max_workers=4))
+    options = StatsOptions(scan_float_columns=scan_floats)  # chunks of 2: many, finishing in any order
+    dataset = discover(str(tmp_path), options=options, engine=LocalEngine(max_workers=4, chunk_files=2))
     assert [n for n, _ in dataset.columns] == ["id", "name", "ts", "nested", "extra"]  # first-seen file order
     afterwards = build_index(str(tmp_path), dataset.columns, list_data_files(str(tmp_path), ["dt"]),
                              options=options)
@@ -47,14 +44,12 @@ def test_one_pass_equals_reading_the_index_afterwards(tmp_path: Path, monkeypatc
     assert rows["dt=1/b.parquet"]["null_count"]["ts"] == 1 and rows["dt=1/b.parquet"]["min_values"]["ts"] is None
 
 
-def test_the_union_and_its_errors_do_not_depend_on_which_chunk_finished_first(tmp_path: Path,
-                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scan_module, "CHUNK_FILES", 1)
+def test_the_union_and_its_errors_do_not_depend_on_which_chunk_finished_first(tmp_path: Path) -> None:
     for i in range(30):
         write(tmp_path, f"f{i:02d}.parquet", pa.table({f"c{i % 3}": [i]}))
     files = list_data_files(str(tmp_path))
     for _ in range(5):
-        scan = scan_footers(str(tmp_path), files, StatsOptions(), max_workers=8)
+        scan = scan_footers(str(tmp_path), files, StatsOptions(), max_workers=8, chunk_files=1)
         assert [path for _, path in scan.schemas] == ["f00.parquet", "f01.parquet", "f02.parquet"]
 
 

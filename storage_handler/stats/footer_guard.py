@@ -1,0 +1,84 @@
+"""Which column chunks of a footer pyarrow cannot decode statistics of -- found without asking pyarrow.
+
+Why: ``ColumnChunkMetaData.statistics`` decodes the chunk's min and max, and when one is too short for the
+column's physical type (a 1-byte min of an INT32 column, in a damaged or hand-made footer) the C++ exception
+escapes pyarrow's bindings and aborts the process: one bad file would kill a registration, a refresh or a Spark
+task. The native reader (``native/footers.cc``) catches it; where that reader is not built, this module reads the
+footer's Thrift (pyarrow's ``FileMetaData`` pickles as its Thrift bytes) and names the chunks whose statistics would
+fail, so :class:`~storage_handler.stats.raw_footers.RawFooters` marks them unreadable without touching them.
+
+Which min/max pyarrow decodes (Arrow 26, ``GetStatisticsMinMaxField``): with a column order of ``TYPE_ORDER`` and a
+known sort order, ``min_value``/``max_value``; with no column orders at all and a signed sort order, the legacy
+``min``/``max``; otherwise none. Both must be present to be decoded. A chunk whose metadata claims another physical
+type than its column is reported too (decoding it would read the wrong type).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+
+from storage_handler.stats import thrift_compact as tc
+
+_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8, "BYTE_ARRAY": 0}
+_PHYSICAL = ["BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"]
+_UNSIGNED = {"STRING", "ENUM", "JSON", "BSON", "UUID"}
+_SIGNED = {"DECIMAL", "DATE", "TIME", "TIMESTAMP", "FLOAT16"}
+
+
+def sort_order(column: pq.ColumnSchema) -> str:
+    """``signed``, ``unsigned`` or ``unknown``: Parquet C++'s ``GetSortOrder`` for the column's logical type."""
+    logical = str(column.logical_type.type).upper()
+    physical = str(column.physical_type)
+    if logical == "NONE":
+        if physical in ("BOOLEAN", "INT32", "INT64", "FLOAT", "DOUBLE"):
+            return "signed"
+        return "unsigned" if physical in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") else "unknown"
+    if logical in _UNSIGNED:
+        return "unsigned"
+    if logical in _SIGNED:
+        return "signed"
+    if logical == "INT":
+        return "signed" if json.loads(column.logical_type.to_json()).get("isSigned", True) else "unsigned"
+    return "unknown"
+
+
+def undecodable(md: pq.FileMetaData) -> set[tuple[int, int]]:
+    """``(row group, leaf)`` of every chunk whose statistics pyarrow would fail to decode."""
+    footer = tc.decode(bytes(md.__reduce__()[1][0]))
+    schema = md.schema
+    leaves = len(schema)
+    orders = tc.field(footer, 7)
+    fields: list[tuple[int, int] | None] = []  # per leaf: the (min, max) field ids decoded, if any
+    for leaf in range(leaves):
+        column = schema.column(leaf)
+        order = sort_order(column)
+        if orders is not None:
+            typed = tc.field(orders[2][1][leaf], 1) is not None if leaf < len(orders[2][1]) else False
+            fields.append((6, 5) if typed and order != "unknown" else None)
+        else:
+            fields.append((2, 1) if order == "signed" else None)
+    widths = [_WIDTH.get(str(schema.column(i).physical_type), schema.column(i).length) for i in range(leaves)]
+    physical = [str(schema.column(i).physical_type) for i in range(leaves)]
+    bad: set[tuple[int, int]] = set()
+    groups = tc.field(footer, 4)
+    for g, group in enumerate(groups[2][1] if groups else []):
+        chunks = tc.field(group, 1)
+        for leaf, chunk in enumerate(chunks[2][1][:leaves] if chunks else []):
+            meta = tc.field(chunk, 3)
+            if meta is None:
+                continue
+            kind = tc.field(meta[2], 1)
+            if kind is not None and not 0 <= kind[2] < len(_PHYSICAL) or (
+                    kind is not None and _PHYSICAL[kind[2]] != physical[leaf]):
+                bad.add((g, leaf))
+                continue
+            stats = tc.field(meta[2], 12)
+            pair = fields[leaf]
+            if stats is None or pair is None:
+                continue
+            lo, hi = (tc.field(stats[2], f) for f in pair)
+            if lo is not None and hi is not None and min(len(lo[2]), len(hi[2])) < widths[leaf]:
+                bad.add((g, leaf))
+    return bad
