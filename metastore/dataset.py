@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from storage_handler.errors import DatasetError, SchemaError
@@ -57,6 +58,19 @@ class Dataset:
 
     def partition_name(self, values: Sequence[str | None]) -> str:
         return partition_name(self.partition_keys, values)
+
+    def partition_files(self) -> dict[tuple[str | None, ...], tuple[int, int]]:
+        """Per partition (its values): how many data files it holds and their total size in bytes."""
+        files = self.files
+        counts = np.bincount(files.slots, minlength=len(files.partitions))
+        sizes = np.zeros(len(files.partitions), np.int64)
+        np.add.at(sizes, files.slots, files.sizes)
+        result: dict[tuple[str | None, ...], tuple[int, int]] = {}
+        for slot, mapping in enumerate(files.partitions):
+            values = tuple(mapping.values())
+            count, size = result.get(values, (0, 0))
+            result[values] = (count + int(counts[slot]), size + int(sizes[slot]))
+        return result
 
     def partition_location(self, values: Sequence[str | None]) -> str:
         folder = self.partition_folders.get(tuple(values)) or self.partition_name(values)

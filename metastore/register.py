@@ -184,8 +184,11 @@ def add_partitions(
     size = max(1, min(batch_size, -(-total // lanes)))
     batches = [values[start:start + size] for start in range(0, total, size)]
 
+    sizes = dataset.partition_files()
+
     def add(batch: Sequence[tuple[str | None, ...]], target: MetastoreClient) -> int:
-        parts = [build_partition(table, v, dataset.partition_location(v)) for v in batch]
+        parts = [build_partition(table, v, dataset.partition_location(v), sizes.get(tuple(v), (0, 0)))
+                 for v in batch]
         target.add_partitions(table.dbName, table.tableName, parts)
         return len(batch)
 

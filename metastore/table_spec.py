@@ -97,11 +97,20 @@ def build_table(
     )
 
 
-def build_partition(table: hms.Table, values: Sequence[str | None], location: str) -> hms.Partition:
-    """A partition sharing the table's storage descriptor; None values are stored as Hive's default partition."""
+def build_partition(table: hms.Table, values: Sequence[str | None], location: str,
+                    files: tuple[int, int] | None = None) -> hms.Partition:
+    """A partition sharing the table's storage descriptor; None values are stored as Hive's default partition.
+
+    ``files`` -- (count, total bytes) of the partition's data files as just listed -- become the partition's
+    ``numFiles`` and ``totalSize``: exactly the values the metastore computes itself when they are missing
+    (``MetaStoreUtils.updatePartitionStatsFast``: visible files, their lengths), so it does not list every new
+    partition's folder again. On an object store that listing is a request per partition; on the embedded
+    metastore it was a quarter of the time of adding 2,000 partitions.
+    """
     sd = storage_descriptor(location, [])
     sd.cols = list(table.sd.cols)
     now = int(time.time())
+    parameters = {} if files is None else {"numFiles": str(files[0]), "totalSize": str(files[1])}
     return hms.Partition(
         values=[DEFAULT_PARTITION if v is None else v for v in values],
         dbName=table.dbName,
@@ -109,7 +118,7 @@ def build_partition(table: hms.Table, values: Sequence[str | None], location: st
         createTime=now,
         lastAccessTime=0,
         sd=sd,
-        parameters={},
+        parameters=parameters,
     )
 
 

@@ -142,3 +142,41 @@ def test_registration_reads_each_footer_once(hms, events_dataset: Path, monkeypa
     data_files = sorted(str(p) for p in events_dataset.rglob("*.parquet") if "_hsh_index" not in str(p))
     assert sorted(u for u in opened if "_hsh_index" not in u) == data_files  # each once
     assert result["index_version"] == 1 and result["files"] == len(data_files)
+
+
+def test_partitions_carry_the_statistics_the_metastore_would_compute(hms, events_dataset: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """numFiles and totalSize come from the listing, equal to what the metastore computes for a partition added
+    without them (so it need not list each new partition's folder again)."""
+    from hmsclient.genthrift.hive_metastore import ttypes as hms_types
+
+    from metastore.client import MetastoreClient
+    from metastore.table_spec import build_partition
+
+    sent: list[dict[str, str]] = []
+    real = MetastoreClient.add_partitions
+
+    def capture(self, db, table, partitions):  # type: ignore[no-untyped-def]
+        sent.extend(p.parameters for p in partitions)
+        return real(self, db, table, partitions)
+
+    monkeypatch.setattr(MetastoreClient, "add_partitions", capture)
+    (next(events_dataset.glob("dt=*")) / "_SUCCESS").write_text("")  # hidden: counted by neither
+    result = _register(hms, "reg.fast_stats", events_dataset)
+    assert sent and all(set(p) == {"numFiles", "totalSize"} for p in sent)
+    monkeypatch.setattr(MetastoreClient, "add_partitions", real)
+    ours = {tuple(p.values): p.parameters for p in hms.get_partitions("reg", "fast_stats")}
+    assert result["partitions_added"] == len(ours) > 0
+    table = hms.get_table("reg", "fast_stats")
+    hms.raw("t", lambda c: c.create_table(hms_types.Table(
+        tableName="computed", dbName="reg", owner="x", createTime=0, lastAccessTime=0, retention=0,
+        sd=table.sd, partitionKeys=table.partitionKeys, parameters={"EXTERNAL": "TRUE"},
+        tableType="EXTERNAL_TABLE")), idempotent=False)
+    computed_table = hms.get_table("reg", "computed")
+    bare = [build_partition(computed_table, list(values), p.sd.location)
+            for values, p in ((tuple(p.values), p) for p in hms.get_partitions("reg", "fast_stats"))]
+    hms.add_partitions("reg", "computed", bare)
+    computed = {tuple(p.values): p.parameters for p in hms.get_partitions("reg", "computed")}
+    for values, params in ours.items():
+        assert {k: params[k] for k in ("numFiles", "totalSize")} == \
+            {k: computed[values][k] for k in ("numFiles", "totalSize")}, values
