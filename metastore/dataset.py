@@ -38,18 +38,16 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True, slots=True)
-class Dataset:
+class Layout:
+    """What a dataset's folders say before any footer is read: its files and partitions."""
+
     root: str  # where the files were listed: a local path or a URI
     location: str  # as registered in the metastore
     files: FileList
     """Every data file, sorted by path, as columns (a ``Sequence[DataFile]``)."""
-    columns: tuple[tuple[str, HiveType], ...]
     partition_keys: tuple[tuple[str, HiveType], ...]
-    arrow_schema: pa.Schema = field(compare=False)
     partition_folders: Mapping[tuple[str | None, ...], str] = field(default_factory=dict, compare=False)
     """Each partition's real folder (relative); ``p=`` and ``p=__HIVE_DEFAULT_PARTITION__`` are both NULL."""
-    seed: pa.Table | None = field(default=None, compare=False)
-    """Index rows of :attr:`files` read during discovery (the index build reuses them instead of re-reading)."""
 
     @property
     def partitions(self) -> list[tuple[str | None, ...]]:
@@ -75,6 +73,35 @@ class Dataset:
     def partition_location(self, values: Sequence[str | None]) -> str:
         folder = self.partition_folders.get(tuple(values)) or self.partition_name(values)
         return self.location.rstrip("/") + "/" + folder
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """A dataset as a Hive table sees it: its :class:`Layout`, the union of its files' schemas, and the index rows
+    read on the way."""
+
+    layout: Layout
+    columns: tuple[tuple[str, HiveType], ...]
+    arrow_schema: pa.Schema = field(compare=False)
+    seed: pa.Table | None = field(default=None, compare=False)
+    """Index rows of :attr:`files` read during discovery (the index build reuses them instead of re-reading)."""
+
+    # the layout's facts, as every caller of a dataset reads them
+    root = property(lambda self: self.layout.root)
+    location = property(lambda self: self.layout.location)
+    files = property(lambda self: self.layout.files)
+    partition_keys = property(lambda self: self.layout.partition_keys)
+    partition_folders = property(lambda self: self.layout.partition_folders)
+    partitions = property(lambda self: self.layout.partitions)
+
+    def partition_name(self, values: Sequence[str | None]) -> str:
+        return self.layout.partition_name(values)
+
+    def partition_files(self) -> dict[tuple[str | None, ...], tuple[int, int]]:
+        return self.layout.partition_files()
+
+    def partition_location(self, values: Sequence[str | None]) -> str:
+        return self.layout.partition_location(values)
 
 
 def partition_name(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | None]) -> str:
@@ -170,11 +197,18 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
     no footer again. ``footers(done, total)`` reports the pass; ``engine`` runs it (default: this machine's
     pool; a Spark engine scans on a cluster).
     """
-    say = progress or (lambda _m: None)
+    layout = survey(path, location=location, conf=conf)
+    (progress or (lambda _m: None))(f"found {len(layout.files)} files under {layout.root}; reading their Parquet footers")
+    stats_options = options or StatsOptions()
+    scan = (engine or LocalEngine()).scan(layout.root, layout.files, stats_options, conf=conf, progress=footers)
+    return describe(layout, scan, stats_options, conf)
+
+
+def survey(path: str, *, location: str | None = None, conf: Mapping[str, str] | None = None) -> Layout:
+    """List ``path``'s files and partition folders (no footer is read): the dataset's :class:`Layout`."""
     parsed = parse_location(path)
     root = parsed.uri
-    storage = storage_for(root, conf)
-    files = list_files(root, storage)
+    files = list_files(root, storage_for(root, conf))
     if not files:
         raise DatasetError(f"no data files under {root} (hidden names starting with '_' or '.' are ignored)")
     key_names = list(files[0].partition_values)
@@ -185,39 +219,40 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
                 f"partition folders disagree: {files[0].path!r} has keys {key_names} but {files[first].path!r} "
                 f"has {list(values)}; every file must sit under the same key=value levels"
             )
-    say(f"found {len(files)} files under {root}; reading their Parquet footers")
-    stats_options = options or StatsOptions()
-    scan = (engine or LocalEngine()).scan(root, files, stats_options, conf=conf, progress=footers)
+    keys = tuple((k, infer_partition_type([values[k] for values, _ in members])) for k in key_names)
+    return Layout(root=root, location=location or (f"file:{root}" if parsed.kind == LOCAL else root), files=files,
+                  partition_keys=keys, partition_folders=_partition_folders(root, files) if keys else {})
+
+
+def describe(layout: Layout, scan: FooterScan, options: StatsOptions,
+             conf: Mapping[str, str] | None = None) -> Dataset:
+    """The dataset of ``layout`` once its footers are scanned: refuses unreadable files, columns of two types and
+    columns that are also partition keys; the table schema is the union of the files' schemas."""
+    root = layout.root
     if scan.unreadable:
         f, why = scan.unreadable[0]
         raise DatasetError(
             f"{absolute_path(root, f.path)} is not a readable Parquet file ({' '.join(why.split())}); remove it, or "
             "rename it to start with '_' or '.' so readers ignore it"
         )
-    arrow_schema = unify_schemas(root, scan.schemas)
-    clash = set(key_names) & {n.lower() for n in arrow_schema.names}
-    if clash:
-        raise SchemaError(
-            f"column(s) {sorted(clash)} appear both as partition folders and inside the files under {root}; "
-            "Hive cannot have a data column and a partition column with the same name"
-        )
-    columns = tuple((fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow_schema)
-    keys = tuple(
-        (k, infer_partition_type([values[k] for values, _ in members])) for k in key_names
-    )
-    seed = _seed(root, columns, files, scan, stats_options, conf)
+    arrow_schema, columns = table_schema(layout, scan)
+    seed = _seed(root, columns, layout.files, scan, options, conf)
     del scan  # the chunks' rows, now merged into ``seed``
     release_memory()
-    return Dataset(
-        root=root,
-        location=location or (f"file:{root}" if parsed.kind == LOCAL else root),
-        files=files,
-        columns=columns,
-        partition_keys=keys,
-        arrow_schema=arrow_schema,
-        partition_folders=_partition_folders(root, files) if keys else {},
-        seed=seed,
-    )
+    return Dataset(layout=layout, columns=columns, arrow_schema=arrow_schema, seed=seed)
+
+
+def table_schema(layout: Layout, scan: FooterScan) -> tuple[pa.Schema, tuple[tuple[str, HiveType], ...]]:
+    """The union of the schemas ``scan`` found (its files may be a sample of the layout's), as Arrow and as Hive
+    columns; a column that is also a partition key is refused."""
+    arrow_schema = unify_schemas(layout.root, scan.schemas)
+    clash = {k for k, _ in layout.partition_keys} & {n.lower() for n in arrow_schema.names}
+    if clash:
+        raise SchemaError(
+            f"column(s) {sorted(clash)} appear both as partition folders and inside the files under {layout.root}; "
+            "Hive cannot have a data column and a partition column with the same name"
+        )
+    return arrow_schema, tuple((fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow_schema)
 
 
 def _seed(root: str, columns: Sequence[tuple[str, HiveType]], files: FileList, scan: FooterScan,
