@@ -121,10 +121,13 @@ def read_raw(root: str, files: FileList, conf: Mapping[str, str], *, strict: boo
     this machine's disk and the native reader is built, else through pyarrow, file by file. An unreadable footer
     is recorded as the file's error; with ``strict`` a failing storage (bucket, credentials, endpoint) raises
     instead, since that is not one bad file."""
-    uris = [p if is_absolute(p) else f"{root}/{p}" for p in files.paths.to_pylist()]
+    paths = files.paths.to_pylist()
+    uris = [p if is_absolute(p) else f"{root}/{p}" for p in paths]
     reader = native_reader()
     if reader is not None and all(is_local(u) for u in (root, *(u for u in uris if "://" in u))):
-        raw = reader.read([local_path(u) for u in uris], _local_error)
+        base = local_path(root)  # once: a file's local path is then a concatenation
+        local = [p if p.startswith("/") else local_path(p) if "://" in p else f"{base}/{p}" for p in paths]
+        raw = reader.read(local, _local_error)
         if raw is not None:
             return raw
     footers: list[pq.FileMetaData | str] = []
