@@ -11,6 +11,10 @@ same run, side by side:
   ``hsh register`` process against the embedded metastore (listing, one pass over the footers for the schema
   and the index rows, partitions added, snapshot committed), its wall time and peak memory
   (PSS summed over its process tree);
+* **register, pyarrow footers**: the same with ``HSH_NATIVE_FOOTERS=0`` (what a machine without a C++ compiler
+  runs: footers through pyarrow's Python objects, on worker processes);
+* **register --dry-run**: listing and the footer pass only, no metastore write -- registration minus the
+  metastore's work (table, partitions) and the index commit, i.e. where the rest of the time goes;
 * **refresh after +1 %**: 1 % new files written, then ``hsh index refresh``: time, peak memory, footers read.
 
 Output: ``benchmarks/results/index.md`` (table with the slope per file, machine, load, commit) and ``index.png``.
@@ -101,12 +105,13 @@ class Measured:
     worker processes; the tree's summed PSS is sampled every 100 ms as well, and the larger of the two reported."""
 
     @staticmethod
-    def hsh(*args: str) -> tuple[float, int, dict[str, Any]]:
+    def hsh(*args: str, env: dict[str, str] | None = None) -> tuple[float, int, dict[str, Any]]:
         import threading
 
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "storage_handler.cli.main", *args, "--json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **(env or {})})
         assert proc.stdout is not None and proc.stderr is not None
         peak = [0.0]
         done = threading.Event()
@@ -146,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
 
     metastore = LocalMetastore(work / "home")
     uri = metastore.start().uri
+    from storage_handler.stats.native_footers import native_reader
+    from storage_handler.storage.native_listing import native_lister
+
+    native_reader(), native_lister()  # compiled once here, not inside the first measured run
     rows: list[dict[str, Any]] = []
     loads: list[float] = []
     try:
@@ -155,13 +164,17 @@ def main(argv: list[str] | None = None) -> int:
             generate(root, size)
             row: dict[str, Any] = {"files": size}
             row["serial footers s"] = statistics.median(serial_footers(root) for _ in range(args.repeat))
-            for label, extra in (("register serial", ["--workers", "1"]), ("register", [])):
+            variants: list[tuple[str, list[str], dict[str, str]]] = [  # the last leaves the index refreshed below
+                ("register --dry-run", ["--dry-run"], {}), ("register serial", ["--workers", "1"], {}),
+                ("register, pyarrow footers", [], {"HSH_NATIVE_FOOTERS": "0"}), ("register", [], {}),
+            ]
+            for label, extra, env in variants:
                 walls, peaks = [], []
                 for r in range(args.repeat):
-                    table = f"bench.t{size}_{label.replace(' ', '_')}_{r}"
+                    table = f"bench.t{size}_{label.replace(' ', '_').replace(',', '').replace('-', '')}_{r}"
                     shutil.rmtree(root / "_hsh_index", ignore_errors=True)
                     loads.append(os.getloadavg()[0])
-                    wall, peak, _ = Measured.hsh("register", table, str(root), "--metastore", uri, *extra)
+                    wall, peak, _ = Measured.hsh("register", table, str(root), "--metastore", uri, *extra, env=env)
                     walls.append(wall)
                     peaks.append(peak)
                 row[f"{label} s"] = statistics.median(walls)
@@ -178,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                 for i in range(size, size + added):
                     Path(root / f"dt={i // PER_PARTITION:06d}" / f"part-{i:07d}.parquet").unlink(missing_ok=True)
             row["register / serial footers"] = row["register s"] / row["serial footers s"]
+            row["dry-run / serial footers"] = row["register --dry-run s"] / row["serial footers s"]
             rows.append(row)
             print(row, flush=True)
     finally:
@@ -222,11 +236,13 @@ def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], a
         return
     sizes = [r["files"] for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for key in ("serial footers s", "register serial s", "register s", "refresh +1% s"):
+    for key in ("serial footers s", "register serial s", "register s", "register, pyarrow footers s",
+                "register --dry-run s", "refresh +1% s"):
         left.plot(sizes, [r[key] for r in rows], marker="o", label=key)
     left.set(xscale="log", yscale="log", xlabel="files", ylabel="seconds", title="time")
     left.legend(fontsize=7)
-    for key in ("register serial peak MB", "register peak MB", "refresh +1% peak MB"):
+    for key in ("register serial peak MB", "register peak MB", "register, pyarrow footers peak MB",
+                "refresh +1% peak MB"):
         right.plot(sizes, [r[key] for r in rows], marker="o", label=key)
     right.set(xscale="log", xlabel="files", ylabel="peak memory (MB)", title="memory")
     right.legend(fontsize=7)

@@ -36,16 +36,17 @@ def build_once(target: Path, build: Callable[[Path], None]) -> Path:
     return target
 
 
-def native_library(name: str, source: Path, compiler: str, flags: Sequence[str], key: str = "") -> Path:
-    """``lib<name>.so`` built from ``source`` with ``compiler`` and ``flags`` into
-    ``$HSH_HOME/native/<hash>/``, where the hash covers the source, the command and ``key`` (e.g. the pyarrow
+def native_library(name: str, sources: Sequence[Path], compiler: str, flags: Sequence[str], key: str = "") -> Path:
+    """``lib<name>.so`` built from ``sources`` with ``compiler`` and ``flags`` into
+    ``$HSH_HOME/native/<hash>/``, where the hash covers the sources, the command and ``key`` (e.g. the pyarrow
     build a library links against), so a change of any of them builds anew and nothing stale is ever loaded.
     Raises ``OSError`` with the compiler's own message when the build fails."""
     from storage_handler.home import state_home
 
-    command = [compiler, *flags]
-    digest = hashlib.sha256(source.read_bytes())
-    digest.update("\0".join([*command, key]).encode())
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    digest.update("\0".join([compiler, *flags, key]).encode())
     target = state_home() / "native" / digest.hexdigest()[:16]
     library = target / f"lib{name}.so"
     if library.is_file():
@@ -53,10 +54,11 @@ def native_library(name: str, source: Path, compiler: str, flags: Sequence[str],
 
     def build(folder: Path) -> None:
         out = folder / library.name
-        proc = subprocess.run([compiler, "-o", str(out), str(source), *flags], capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run([compiler, "-o", str(out), *map(str, sources), *flags], capture_output=True,
+                              text=True, timeout=300)
         if proc.returncode != 0:
-            raise OSError(f"{compiler} failed building {source.name}: {proc.stderr.strip()[-800:]}")
+            raise OSError(f"{compiler} failed building {', '.join(s.name for s in sources)}: "
+                          f"{proc.stderr.strip()[-800:]}")
 
     build_once(target, build)
     return library

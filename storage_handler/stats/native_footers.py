@@ -165,7 +165,7 @@ def _compile() -> Path | None:
     libs = [_versioned(folder, "parquet"), _versioned(folder, "arrow")]
     flags = ["-std=c++20", "-O2", "-shared", "-fPIC", f"-I{pa.get_include()}", f"-L{folder}",
              *(f"-l:{lib.name}" for lib in libs), f"-Wl,-rpath,{folder}"]
-    return native_library("footers", SOURCE, compiler, flags, key=f"pyarrow {pa.__version__}")
+    return native_library("footers", [SOURCE], compiler, flags, key=f"pyarrow {pa.__version__}")
 
 
 def _versioned(folder: Path, name: str) -> Path:

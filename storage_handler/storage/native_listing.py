@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import logging
 import os
 import shutil
@@ -40,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage_handler.compiled import build_once
+from storage_handler.compiled import native_library
 
 log = logging.getLogger(__name__)
 SOURCES = (Path(__file__).with_name("native") / "listing.c", Path(__file__).with_name("native") / "walk.c")
@@ -203,25 +202,8 @@ def native_lister() -> NativeLister | None:
 
 def _compile() -> Path | None:
     """``listing.c`` and ``walk.c`` compiled into ``$HSH_HOME/native/<hash>/liblisting.so`` (reused when present,
-    see :func:`storage_handler.compiled.build_once`); None without a compiler."""
-    from metastore.local import state_home
-
-    digest = hashlib.sha256()
-    for source in SOURCES:
-        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
-    target = state_home() / "native" / digest.hexdigest()[:16]
-    library = target / "liblisting.so"
-    if library.is_file():
-        return library
+    see :func:`storage_handler.compiled.native_library`); None without a compiler."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not compiler:
         return None
-
-    def build(folder: Path) -> None:
-        proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(folder / "liblisting.so"),
-                               *map(str, SOURCES)], capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise OSError(f"{compiler} failed: {proc.stderr.strip()[-500:]}")
-
-    build_once(target, build)
-    return library
+    return native_library("listing", SOURCES, compiler, ["-O2", "-shared", "-fPIC"])

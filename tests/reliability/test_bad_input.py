@@ -366,6 +366,40 @@ def test_corrupt_parquet_footer_after_indexing(hms, metastore_uri: str, tmp_path
         assert state(hms, name) == before
 
 
+def undecodable_min(victim: Path) -> None:
+    """Rewrite ``victim``'s footer so the min of its first column (an int) is 1 byte long: a value pyarrow cannot
+    decode. Reading that chunk's statistics through pyarrow's bindings used to abort the whole process."""
+    from storage_handler.stats import thrift_compact as tc
+
+    body, footer = tc.split_file(victim.read_bytes())
+    for group in tc.field(footer, 4)[2][1]:
+        stats = tc.field(tc.field(tc.field(group, 1)[2][1][0], 3)[2], 12)[2]
+        tc.field(stats, 6)[2] = b"\x01"  # min_value
+    victim.write_bytes(tc.join_file(body, footer))
+
+
+@pytest.mark.parametrize("reader", ["native", "pyarrow"])
+def test_footer_statistics_that_do_not_decode(hms, metastore_uri: str, tmp_path: Path, reader: str) -> None:
+    """A data file whose footer holds a min too short to decode (1 byte for an int column): `hsh register` and `hsh index refresh` succeed with the native footer reader and with pyarrow's (which used to abort the process with SIGABRT); the column is unknown in that file and a query keeps it."""
+    env = {"HSH_NATIVE_FOOTERS": "1" if reader == "native" else "0"}
+    root = tmp_path / "t"
+    for d in range(2):
+        write_parquet(root / f"dt={d}" / "part-0.parquet",
+                      pa.table({"i": pa.array(range(100 * d, 100 * d + 6), pa.int32()), "s": [f"s{d}"] * 6}))
+    undecodable_min(root / "dt=1" / "part-0.parquet")
+    name = f"bad.undecodable_{reader}"
+    registered = ok_json(hsh("register", name, str(root), "--json", "--metastore", metastore_uri, env=env))
+    assert registered["files"] == 2
+    index = load(str(root)).table.to_pylist()
+    rows = {r["path"]: r for r in index}
+    assert rows["dt=1/part-0.parquet"]["min_values"]["i"] is None  # unknown, not a wrong bound
+    assert rows["dt=1/part-0.parquet"]["null_count"]["i"] is None
+    assert rows["dt=0/part-0.parquet"]["min_values"]["i"] == 0 and not rows["dt=1/part-0.parquet"]["stats_error"]
+    ok_json(hsh("index", "refresh", name, "--json", "--metastore", metastore_uri, env=env))
+    scan = ok_json(hsh("scan", name, "--where", "i = 103", "--json", "--metastore", metastore_uri, env=env))
+    assert scan["kept_paths"] == ["dt=1/part-0.parquet"]
+
+
 def test_sync_refuses_a_corrupt_file_in_one_line(hms, metastore_uri: str, tmp_path: Path) -> None:
     """`hsh sync` with a data file whose footer was overwritten: refused with one `error:` line naming the file, nothing changed.
 
