@@ -26,9 +26,10 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage_handler.pruning import PredicateEvaluator, ScalarEvaluator  # noqa: E402
+from storage_handler.pruning import PredicateEvaluator  # noqa: E402
 from storage_handler.sarg import LeafType, SearchArgument, SearchArgumentFactory  # noqa: E402
 from storage_handler.types import parse_schema_text  # noqa: E402
+from tests.pruning.scalar_oracle import ScalarEvaluator  # noqa: E402 - the per-file oracle is the baseline
 
 SCHEMA = parse_schema_text("id bigint, qty int, price decimal(12,2), score double, ts timestamp, name string")
 PARTITIONS = parse_schema_text("dt date")

@@ -22,8 +22,9 @@ import pyarrow.parquet as pq
 from storage_handler.errors import DatasetError
 from storage_handler.spark.partition_text import spark_cast
 from storage_handler.split import Split
-from storage_handler.stats import DataFile, indexed_columns, stats_from_metadata, stats_table
+from storage_handler.stats import indexed_columns
 from storage_handler.stats.listing import absolute_path
+from storage_handler.stats.rows import row_group_rows
 from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
 
@@ -59,17 +60,13 @@ def row_groups_to_read(
 ) -> list[int]:
     """The row groups whose statistics may hold a matching row: the file-level evaluator, applied per row group.
 
-    Each row group becomes one row of an index-shaped table (same statistics rules as the index: conservative
-    bounds, untrusted floats), so the very same compiled predicate decides.
+    Each row group becomes one row of an index-shaped table (:func:`~storage_handler.stats.rows.row_group_rows`:
+    the same statistics rules as the index), so the very same compiled predicate decides.
     """
     everything = list(range(metadata.num_row_groups))
     if evaluator is None or metadata.num_row_groups <= 1:
         return everything
-    cols = indexed_columns(columns)
-    parts = dict(split.partition_values)
-    table = stats_table(cols, [
-        (DataFile(f"{r:09d}", 0, 0, parts), stats_from_metadata(metadata, cols, [r])) for r in everything
-    ])
+    table = row_group_rows(indexed_columns(columns), metadata, dict(split.partition_values))
     keep = evaluator.eval(table).to_pylist()
     return [r for r in everything if keep[r]]
 

@@ -10,16 +10,18 @@ its statistics for all files of the group together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from storage_handler.stats.bounds import column_stats
 from storage_handler.stats.file_list import FileList
 from storage_handler.stats.footer import StatsOptions, column_plan
 from storage_handler.stats.index import PARTITION_TYPE, columns_of, in_path_order, index_schema
+from storage_handler.stats.native_footers import raw_of
 from storage_handler.stats.raw_footers import RawFooters
 from storage_handler.types import HiveType
 
@@ -90,3 +92,41 @@ def partition_maps(files: FileList) -> pa.Array:
     """Each file's partition values as the index's map column: one map per partition mapping, spread by Arrow."""
     maps = pa.array([list(dict(p).items()) for p in files.partitions], PARTITION_TYPE)
     return pc.take(maps, pa.array(files.slots, pa.int32())) if len(files) else pa.array([], PARTITION_TYPE)
+
+
+def row_group_rows(columns: Sequence[tuple[str, HiveType]], metadata: pq.FileMetaData,
+                   partition_values: Mapping[str, str | None]) -> pa.Table:
+    """One index-shaped row per row group of one file (the reader prunes row groups with the same compiled
+    predicate as files): each row group's statistics by the same rules as a file's, ``num_records`` its rows."""
+    schema = index_schema(columns)
+    cols = columns_of(schema)
+    raw = raw_of([metadata])
+    n = metadata.num_row_groups
+    groups = np.arange(n, dtype=np.int64)
+    bounds_type = schema.field("min_values").type
+    mins, maxs, nulls = [], [], []
+    rows = pa.array([metadata.row_group(g).num_rows for g in range(n)], pa.int64())
+    for i, plan in enumerate(column_plan(metadata.schema, cols)):
+        target = bounds_type.field(i).type
+        if plan.leaf is None or plan.source is None:
+            mins.append(pa.nulls(n, target))
+            maxs.append(pa.nulls(n, target))
+            nulls.append(rows if plan.absent else pa.nulls(n, pa.int64()))
+            continue
+        chunks, _ = raw.chunks_of(np.zeros(1, np.int64), plan.leaf, groups)
+        lo, hi, count = column_stats(raw, chunks, groups, n, plan.source, plan.hive_type)
+        mins.append(lo.cast(target))
+        maxs.append(hi.cast(target))
+        nulls.append(count)
+
+    def struct(children: list[pa.Array], struct_type: pa.StructType) -> pa.Array:
+        if struct_type.num_fields == 0:
+            return pa.array([{}] * n, struct_type)
+        return pa.StructArray.from_arrays(children, fields=list(struct_type))
+
+    parts = pa.array([list(dict(partition_values).items())] * n, PARTITION_TYPE)
+    arrays = [pa.array([f"{g:09d}" for g in range(n)], pa.string()), pa.array(np.zeros(n, np.int64)),
+              pa.array(np.zeros(n, np.int64)), pa.nulls(n, pa.string()), rows, parts,
+              struct(mins, bounds_type), struct(maxs, bounds_type), struct(nulls, schema.field("null_count").type),
+              pa.nulls(n, pa.string())]
+    return pa.Table.from_arrays(arrays, schema=schema)

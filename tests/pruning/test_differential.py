@@ -12,9 +12,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage_handler.pruning import PredicateEvaluator, ScalarEvaluator, truth_of
+from storage_handler.pruning import PredicateEvaluator, truth_of
 from storage_handler.sarg import SearchArgument
 from tests.pruning.helpers import index_table
+from tests.pruning.scalar_oracle import ScalarEvaluator
 from tests.pruning.strategies import (
     DATA_SCHEMA,
     INDEX_COLUMNS,

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from storage_handler.pruning import PredicateEvaluator, ScalarEvaluator, truth_of
+from storage_handler.pruning import PredicateEvaluator, truth_of
 from storage_handler.sarg import LeafType, SearchArgument, TruthValue
 from storage_handler.types import parse_schema_text
 from tests.pruning.helpers import builder, index_table, negated, single
+from tests.pruning.scalar_oracle import ScalarEvaluator
 
 TV = TruthValue
 SCHEMA = (

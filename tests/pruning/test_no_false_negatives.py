@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from storage_handler.pruning import PredicateEvaluator
 from storage_handler.pruning.domain import UnconvertibleLiteral
-from storage_handler.pruning.scalar import _cmp, _in_domain, _literal, _Unknown
 from storage_handler.pruning.tree import leaf_from_sarg
 from storage_handler.sarg import LeafOperator, SearchArgument, TruthValue
 from storage_handler.types import HiveType, parse_hive_type
 from tests.pruning.helpers import index_table
+from tests.pruning.scalar_oracle import _cmp, _in_domain, _literal, _Unknown
 from tests.pruning.strategies import BOUNDS, LITERALS, OPERATORS, build_sarg, trees
 
 TV = TruthValue

@@ -13,7 +13,6 @@ from storage_handler.pruning import (
     ElementAt,
     PartitionValue,
     PredicateEvaluator,
-    ScalarEvaluator,
     element_at,
     partition_value,
     truth_of,
@@ -21,6 +20,7 @@ from storage_handler.pruning import (
 from storage_handler.sarg import LeafType, TruthValue
 from storage_handler.types import parse_hive_type, parse_schema_text
 from tests.pruning.helpers import MAP, builder, index_table, single
+from tests.pruning.scalar_oracle import ScalarEvaluator
 
 TV = TruthValue
 

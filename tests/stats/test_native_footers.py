@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage_handler.stats import indexed_columns, list_data_files, stats_table
+from storage_handler.stats import DataFile, indexed_columns, list_data_files, stats_from_metadata, stats_table
 from storage_handler.stats import thrift_compact as tc
 from storage_handler.stats.engine import _local_error, read_raw
 from storage_handler.stats.native_footers import native_reader
 from storage_handler.stats.raw_footers import RawFooters
-from storage_handler.stats.rows import footer_rows
+from storage_handler.stats.rows import footer_rows, row_group_rows
 from storage_handler.types import HiveType, arrow_to_hive, parse_hive_type
 from tests.stats.oracle import oracle_stats
 
@@ -238,3 +238,29 @@ def test_a_chunk_of_many_files_and_row_groups(tmp_path: Path) -> None:
     assert native.equals(by_pyarrow) and native.equals(oracle)
     row = native.to_pylist()[5]
     assert row["min_values"]["i"] == 5 and row["max_values"]["i"] == 105 and row["null_count"]["s"] == 1
+
+
+@needs_native
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_row_group_rows_are_each_row_group_read_alone(tmp_path_factory: pytest.TempPathFactory,
+                                                       data: st.DataObject) -> None:
+    """The reader's per-row-group rows equal each row group's statistics taken alone (``stats_from_metadata``
+    restricted to it), footers rewritten into odd cases included."""
+    root = tmp_path_factory.mktemp("rg")
+    picked = data.draw(st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=4, unique=True))
+    columns = [(f"c{i}", TYPES[i][0]) for i in picked]
+    path = root / "f.parquet"
+    random_file(path, data.draw(st.integers(0, 2**32)), columns)
+    if data.draw(st.booleans()):
+        rewrite(path, random.Random(data.draw(st.integers(0, 2**32))))
+    try:
+        md = pq.read_metadata(path)
+    except Exception:  # noqa: BLE001 - a rewrite pyarrow refuses: nothing to compare
+        return
+    cols = table_columns(data.draw, columns)
+    parts = {"dt": "1"}
+    got = row_group_rows(cols, md, parts)
+    expected = stats_table(cols, [(DataFile(f"{r:09d}", 0, 0, parts), stats_from_metadata(md, cols, [r]))
+                                  for r in range(md.num_row_groups)])
+    assert got.equals(expected.cast(got.schema)), (got.to_pylist(), expected.to_pylist())
