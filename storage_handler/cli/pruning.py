@@ -173,6 +173,9 @@ def _index_refresh(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.table_spec import parse_table_name
     from storage_handler.handler import StorageHandler
+    from storage_handler.stats.memory import use_lean_allocator
+
+    use_lean_allocator()  # before the job allocates: less memory kept resident (see stats/memory.py)
 
     name = parse_table_name(args.table)
     with MetastoreClient(metastore_uri(args)) as client, footer_progress(enabled=not args.json) as footers:

@@ -1,4 +1,11 @@
-"""Give memory that a big phase freed back to the operating system.
+"""Keep a big indexing job's memory low: a lean Arrow allocator, and freed memory given back to the system.
+
+Why a different allocator: pyarrow's default pool on Linux is mimalloc, which keeps the pages a phase freed for
+reuse. Reading the index snapshot of 100,000 files (17 MB of Arrow data) left 67 MB more resident with mimalloc
+against 32 MB with jemalloc and 28 MB with the system allocator; a whole ``hsh register`` of 100,000 files
+peaked at 200 MB with mimalloc and 163 MB with jemalloc, in the same time (3.4-3.7 s either way). The ``hsh``
+process therefore uses jemalloc where the wheel has it, else the system allocator
+(:func:`use_lean_allocator`); ``ARROW_DEFAULT_MEMORY_POOL`` set by the user wins.
 
 Why: registration's one-pass scan receives each chunk's index rows from a worker process as pickled Arrow
 buffers, i.e. many blocks of tens of kilobytes on the C heap, below glibc's ``mmap`` threshold. Once the rows
@@ -11,9 +18,20 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import sys
 
 import pyarrow as pa
+
+
+def use_lean_allocator() -> None:
+    """Make jemalloc (else the system allocator) Arrow's default pool, unless the user chose one (see above)."""
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:  # a build without jemalloc
+        pa.set_memory_pool(pa.system_memory_pool())
 
 
 def release_memory() -> None:

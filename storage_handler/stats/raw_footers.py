@@ -74,7 +74,7 @@ class RawFooters:
         return len(self.schemas[schema])
 
     def chunks_of(self, files: np.ndarray, leaf: int,
-                  row_groups: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  row_groups: Sequence[int] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Chunk rows of ``leaf`` in ``files`` (positions, all of one schema), and for each the number of its file
         in ``files``: every row group, or only ``row_groups`` (then ``files`` is one file)."""
         if len(files) == 0:
