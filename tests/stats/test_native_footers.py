@@ -114,6 +114,12 @@ def three_ways(root: Path, columns: tuple[tuple[str, HiveType], ...]) -> tuple[p
     return footer_rows(columns, files, native), footer_rows(columns, files, in_python), oracle
 
 
+def draw_columns(data: st.DataObject, most: int) -> list[tuple[str, pa.DataType]]:
+    """Up to ``most`` distinct columns of the types above, named after their type's position."""
+    picked = data.draw(st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=most, unique=True))
+    return [(f"c{i}", TYPES[i][0]) for i in picked]
+
+
 def table_columns(draw: st.DrawFn, columns: list[tuple[str, pa.DataType]]) -> tuple[tuple[str, HiveType], ...]:
     chosen = [(name, parse_hive_type(draw(st.sampled_from(dict(TYPES)[t])))) for name, t in columns]
     return indexed_columns(chosen)
@@ -125,8 +131,7 @@ def table_columns(draw: st.DrawFn, columns: list[tuple[str, pa.DataType]]) -> tu
 def test_random_files_give_the_same_rows_three_ways(tmp_path_factory: pytest.TempPathFactory,
                                                     data: st.DataObject) -> None:
     root = tmp_path_factory.mktemp("files")
-    picked = data.draw(st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=5, unique=True))
-    columns = [(f"c{i}", TYPES[i][0]) for i in picked]
+    columns = draw_columns(data, 5)
     for k in range(data.draw(st.integers(1, 4))):
         mine = columns if k == 0 or data.draw(st.booleans()) else columns[: max(1, len(columns) - 1)]
         random_file(root / f"f{k}.parquet", data.draw(st.integers(0, 2**32)), mine)
@@ -192,8 +197,7 @@ def test_the_codec_re_encodes_a_footer_byte_for_byte(tmp_path: Path) -> None:
 def test_rewritten_footers_give_the_same_rows_three_ways(tmp_path_factory: pytest.TempPathFactory,
                                                          data: st.DataObject) -> None:
     root = tmp_path_factory.mktemp("odd")
-    picked = data.draw(st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=4, unique=True))
-    columns = [(f"c{i}", TYPES[i][0]) for i in picked]
+    columns = draw_columns(data, 4)
     for k in range(data.draw(st.integers(1, 3))):
         path = root / f"f{k}.parquet"
         random_file(path, data.draw(st.integers(0, 2**32)), columns)
@@ -248,8 +252,7 @@ def test_row_group_rows_are_each_row_group_read_alone(tmp_path_factory: pytest.T
     """The reader's per-row-group rows equal each row group's statistics taken alone (``stats_from_metadata``
     restricted to it), footers rewritten into odd cases included."""
     root = tmp_path_factory.mktemp("rg")
-    picked = data.draw(st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=4, unique=True))
-    columns = [(f"c{i}", TYPES[i][0]) for i in picked]
+    columns = draw_columns(data, 4)
     path = root / "f.parquet"
     random_file(path, data.draw(st.integers(0, 2**32)), columns)
     if data.draw(st.booleans()):
