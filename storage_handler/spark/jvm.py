@@ -22,6 +22,7 @@ from pathlib import Path
 
 from storage_handler.compiled import build_once
 from storage_handler.errors import ConfigurationError
+from storage_handler.home import state_home
 
 log = logging.getLogger(__name__)
 EXTENSION_CLASS = "hsh.spark.HshExtensions"
@@ -73,8 +74,6 @@ def compile_java(sources: Sequence[Path], target_root: Path, resources: Sequence
 
 def extension_classpath() -> Path | None:
     """The compiled session extension (see the module docstring); None without javac."""
-    from metastore.local import state_home
-
     return compile_java(sorted(SOURCES.rglob("*.java")), state_home() / "jvm",
                         [(CONTRACT, "hsh/spark/contract.json")])
 

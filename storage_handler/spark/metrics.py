@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from storage_handler.home import state_home
+
 log = logging.getLogger("storage_handler.scan")
 
 
 def _scans_file() -> Path:
-    from metastore.local import state_home
-
     return state_home() / "scans" / "scans.jsonl"
 
 
