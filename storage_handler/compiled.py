@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from storage_handler.home import state_home
+
 
 def build_once(target: Path, build: Callable[[Path], None]) -> Path:
     """``target``, built by ``build(folder)`` into a temporary folder and renamed into place unless it exists."""
@@ -40,9 +42,11 @@ def native_library(name: str, sources: Sequence[Path], compiler: str, flags: Seq
     """``lib<name>.so`` built from ``sources`` with ``compiler`` and ``flags`` into
     ``$HSH_HOME/native/<hash>/``, where the hash covers the sources, the command and ``key`` (e.g. the pyarrow
     build a library links against), so a change of any of them builds anew and nothing stale is ever loaded.
-    Raises ``OSError`` with the compiler's own message when the build fails."""
-    from storage_handler.home import state_home
 
+    Raises ``OSError`` with the compiler's own message when the build fails. A failure is remembered next to the
+    target (``<hash>.failed``), so later processes fall back at once instead of compiling again on every
+    command; deleting that file makes the next process try again (after installing missing headers, say).
+    """
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
@@ -51,6 +55,9 @@ def native_library(name: str, sources: Sequence[Path], compiler: str, flags: Seq
     library = target / f"lib{name}.so"
     if library.is_file():
         return library
+    failed = target.with_name(target.name + ".failed")
+    if failed.is_file():
+        raise OSError(f"{failed.read_text().strip()} (remembered in {failed}; delete it to try again)")
 
     def build(folder: Path) -> None:
         out = folder / library.name
@@ -60,5 +67,10 @@ def native_library(name: str, sources: Sequence[Path], compiler: str, flags: Seq
             raise OSError(f"{compiler} failed building {', '.join(s.name for s in sources)}: "
                           f"{proc.stderr.strip()[-800:]}")
 
-    build_once(target, build)
+    try:
+        build_once(target, build)
+    except OSError as exc:
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        failed.write_text(str(exc))
+        raise
     return library
