@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from storage_handler.spark.metrics import record_scan
 from storage_handler.spark.table_props import spark_type_json, storage_pairs
-from storage_handler.storage import file_uri, parse_location
+from storage_handler.storage import file_uri, is_absolute, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -174,8 +174,8 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
             {"name": n, "type": spark_type_json(t), "nullable": True, "metadata": {}} for n, t in pairs]})
 
     schema = struct(desc.schema)
-    inside = [f for f in files if not _is_absolute(f.path)]
-    outside = [f for f in files if _is_absolute(f.path)]
+    inside = [f for f in files if not is_absolute(f.path)]
+    outside = [f for f in files if is_absolute(f.path)]
     frames = []
     root = file_uri(parse_location(desc.location).uri).rstrip("/")
     if inside:
@@ -199,8 +199,6 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
     return out
 
 
-def _is_absolute(path: str) -> bool:
-    return path.startswith("/") or "://" in path
 
 
 def explain_json(spark: SparkSession, table: str, where: str | None = None) -> str:

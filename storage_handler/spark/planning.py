@@ -67,11 +67,11 @@ def file_rows(location: str, files: Sequence[FileStatus]) -> list[list[Any]]:
     has its own absolute location.
     """
     from storage_handler.contract import FILE_ROW
-    from storage_handler.storage import file_uri, parse_location
+    from storage_handler.storage import file_uri, is_absolute, parse_location
 
     root = file_uri(parse_location(location).uri)
     base = root if root.endswith("/") else root + "/"
-    rows = ({"uri": file_uri(f.path) if f.path.startswith("/") or "://" in f.path else base + f.path,
+    rows = ({"uri": file_uri(f.path) if is_absolute(f.path) else base + f.path,
              "bytes": f.length, "mtime_ms": f.modification_time, "partition_values": dict(f.partition_values)}
             for f in files)
     return [[row[name] for name in FILE_ROW] for row in rows]

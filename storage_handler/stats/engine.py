@@ -52,6 +52,7 @@ from storage_handler.storage import (
     LOCAL,
     FileEntry,
     Storage,
+    is_absolute,
     is_local,
     local_path,
     parse_location,
@@ -153,11 +154,6 @@ def _local_error(path: str) -> str | None:
     except Exception as exc:  # noqa: BLE001 - the error text is the answer
         return footer_error(exc)
     return None
-
-
-def is_absolute(path: str) -> bool:
-    """Whether an index path names a file of a partition registered outside the table folder."""
-    return path.startswith("/") or "://" in path
 
 
 def _read_one(uri: str, file: DataFile, columns: Sequence[tuple[str, HiveType]], options: StatsOptions,

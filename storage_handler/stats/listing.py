@@ -33,6 +33,7 @@ from storage_handler.storage import (
     LocalStorage,
     Location,
     Storage,
+    is_absolute,
     local_path,
     parse_location,
     storage_for,
@@ -98,7 +99,7 @@ def _java_parse_hex(two: str) -> int | None:
 def absolute_path(table_location: str, path: str) -> str:
     """The full location of a table's file: ``path`` is relative to the table folder, or absolute already (a file
     of a partition registered outside it: a local path or a URI)."""
-    if path.startswith("/") or "://" in path:
+    if is_absolute(path):
         return path
     return parse_location(table_location).join(path).uri
 

@@ -29,7 +29,6 @@ from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerE
 from storage_handler.stats.engine import (
     PoolPlan,
     ProgressCallback,
-    is_absolute,
     pool_plan,
     read_raw,
     run_chunks,
@@ -40,7 +39,7 @@ from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stat
 from storage_handler.stats.index import in_path_order, index_schema, indexed_columns, stats_table
 from storage_handler.stats.listing import DataFile
 from storage_handler.stats.rows import footer_rows
-from storage_handler.storage import LOCAL, FileEntry, parse_location, storage_for
+from storage_handler.storage import LOCAL, FileEntry, is_absolute, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
 

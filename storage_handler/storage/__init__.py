@@ -23,6 +23,7 @@ from storage_handler.storage.location import (
     S3,
     Location,
     file_uri,
+    is_absolute,
     is_local,
     local_path,
     parse_location,
@@ -55,6 +56,6 @@ def _arrow() -> ArrowStorage:
 
 __all__ = [
     "ARROW", "LOCAL", "S3", "ArrowStorage", "DirListing", "FileEntry", "LocalStorage", "Location", "S3Config",
-    "S3Storage", "Storage", "check_no_secrets", "file_uri", "is_local", "local_path", "parse_location", "s3a_settings",
+    "S3Storage", "Storage", "check_no_secrets", "file_uri", "is_absolute", "is_local", "local_path", "parse_location", "s3a_settings",
     "storage_for",
 ]

@@ -117,6 +117,13 @@ def local_path(location: str) -> str:
     return parsed.key
 
 
+def is_absolute(path: str) -> bool:
+    """Whether a file path names a location of its own -- an absolute local path or a URI -- rather than one
+    relative to its table folder (an index row or a listed file of a partition registered outside the table
+    folder names its file this way)."""
+    return path.startswith("/") or "://" in path
+
+
 def is_local(location: str) -> bool:
     return parse_location(location).kind == LOCAL
 
