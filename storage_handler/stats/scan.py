@@ -27,19 +27,21 @@ import pyarrow.compute as pc
 
 from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
 from storage_handler.stats.engine import (
+    FooterJob,
     PoolPlan,
     ProgressCallback,
     pool_plan,
+    read_chunk,
     read_raw,
     run_chunks,
     warn_processes_failed,
 )
 from storage_handler.stats.file_list import FileList
-from storage_handler.stats.footer import FileStats, StatsOptions, read_file_stats
+from storage_handler.stats.footer import FileStats, StatsOptions
 from storage_handler.stats.index import in_path_order, index_schema, indexed_columns, stats_table
 from storage_handler.stats.listing import DataFile
 from storage_handler.stats.rows import footer_rows
-from storage_handler.storage import LOCAL, FileEntry, is_absolute, parse_location, storage_for
+from storage_handler.storage import LOCAL, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
 
@@ -153,8 +155,7 @@ def _scan(root: str, files: FileList, options: StatsOptions, conf: Mapping[str, 
 def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOptions, start: int,
                 files: FileList) -> _ChunkResult:
     """Footers of one chunk, grouped by schema (module level: it runs in worker processes too)."""
-    settings = dict(conf)
-    raw = read_raw(root.rstrip("/"), files, settings, strict=True)  # storage failing is not one bad file
+    raw = read_raw(root.rstrip("/"), files, dict(conf), strict=True)  # storage failing is not one bad file
     bad = [(files[int(i)], raw.errors[int(i)] or "") for i in np.flatnonzero(raw.schema < 0)]
     groups: list[tuple[_Group, pa.Table | None, list[DataFile]]] = []
     for s, schema in enumerate(raw.schemas):
@@ -172,20 +173,9 @@ def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOpti
             groups.append((group, None, list(mine)))
         elif options.footer_only:
             groups.append((group, footer_rows(columns, mine, raw.select(members), options), []))
-        else:  # needs the data (float columns, bloom filters, value lists): the per-file path
-            groups.append((group, _read_with_data(root, settings, mine, columns, options), []))
+        else:  # needs the data (float columns, bloom filters, value lists): the engine's per-file path
+            groups.append((group, read_chunk(FooterJob(root, columns, options, conf), mine), []))
     return _ChunkResult(groups, bad, len(files), start)
-
-
-def _read_with_data(root: str, conf: Mapping[str, str], files: FileList, columns: Sequence[tuple[str, HiveType]],
-                    options: StatsOptions) -> pa.Table:
-    storage = storage_for(root, conf)
-    entries = []
-    for f in files:
-        uri = f.path if is_absolute(f.path) else f"{root.rstrip('/')}/{f.path}"
-        entry = FileEntry(uri, f.size, f.mtime_ms, f.version)
-        entries.append((f, read_file_stats(uri, columns, options, storage=storage, entry=entry)))
-    return stats_table(columns, entries, options)
 
 
 def _lift(table: pa.Table, target: pa.Schema) -> pa.Table:
