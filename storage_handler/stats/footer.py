@@ -21,13 +21,13 @@ not a scan. The price is that we must only keep what the footer proves (``bounds
   ``error`` set: one bad file never fails the table.
 
 Many files at once (the index build) go through :mod:`storage_handler.stats.rows` instead of a ``FileStats`` per
-file; both use the same :func:`column_plan` and :func:`storage_handler.stats.bounds.column_stats`."""
+file; both use the same :func:`schema_column_stats`."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -48,8 +48,9 @@ from storage_handler.stats.convert import Source, classify, float_bound
 from storage_handler.stats.membership import ColumnMembership, read_membership
 from storage_handler.stats.membership_spec import MembershipSpec
 from storage_handler.stats.native_footers import raw_of
+from storage_handler.stats.raw_footers import RawFooters
 from storage_handler.storage import FileEntry, Storage, storage_for
-from storage_handler.types import HiveType
+from storage_handler.types import HiveType, hive_to_arrow
 
 TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
 
@@ -178,22 +179,37 @@ def stats_from_metadata(
     """Stats of the given table columns from an already-read footer (pure: no I/O), by the same rules as the
     index (:mod:`storage_handler.stats.bounds`).
 
-    ``row_groups`` restricts the aggregation to those row groups (the reader prunes row groups with it).
+    ``row_groups`` restricts the aggregation to those row groups.
     """
     raw = raw_of([metadata])
     groups = range(metadata.num_row_groups) if row_groups is None else row_groups
     num_rows = int(metadata.num_rows) if row_groups is None else sum(metadata.row_group(r).num_rows for r in groups)
-    result: dict[str, ColumnStats] = {}
     one = np.zeros(1, np.int64)
-    for plan in column_plan(metadata.schema, columns):
+    stats = schema_column_stats(raw, metadata.schema, columns, 1, pa.array([num_rows], pa.int64()),
+                                lambda leaf: raw.chunks_of(one, leaf, row_groups))
+    return FileStats(num_rows, MappingProxyType({
+        name.lower(): ColumnStats(_python(lo), _python(hi), nulls[0].as_py())
+        for (name, _), (lo, hi, nulls) in zip(columns, stats, strict=True)}))
+
+
+def schema_column_stats(
+    raw: RawFooters, schema: pq.ParquetSchema, columns: Sequence[tuple[str, HiveType]], n: int, records: pa.Array,
+    chunks_for: Callable[[int], tuple[np.ndarray, np.ndarray]],
+) -> list[tuple[pa.Array, pa.Array, pa.Array]]:
+    """Per table column, (min, max, null count) over ``n`` units -- files, or row groups -- that all have the
+    Parquet ``schema``, null = unknown: a column absent from the schema is all null there (null count = each
+    unit's ``records``); a nested or ambiguous one is unknown; any other is read from its chunk rows
+    (``chunks_for(leaf)``: the rows and, for each, its unit) by :func:`~storage_handler.stats.bounds.column_stats`.
+    The one place the index build, the reader's row groups and :func:`stats_from_metadata` apply the plan."""
+    out = []
+    for plan in column_plan(schema, columns):
         if plan.leaf is None or plan.source is None:
-            # absent from this file: all null here; nested or ambiguous (names compared ignoring case): unknown
-            result[plan.key] = ColumnStats(None, None, num_rows) if plan.absent else UNKNOWN
+            unknown = pa.nulls(n, hive_to_arrow(plan.hive_type))
+            out.append((unknown, unknown, records if plan.absent else pa.nulls(n, pa.int64())))
             continue
-        chunks, owner = raw.chunks_of(one, plan.leaf, row_groups)
-        lo, hi, nulls = column_stats(raw, chunks, owner, 1, plan.source, plan.hive_type)
-        result[plan.key] = ColumnStats(_python(lo), _python(hi), nulls[0].as_py())
-    return FileStats(num_rows, MappingProxyType(result))
+        chunks, owner = chunks_for(plan.leaf)
+        out.append(column_stats(raw, chunks, owner, n, plan.source, plan.hive_type))
+    return out
 
 
 def _python(values: pa.Array) -> Any:
