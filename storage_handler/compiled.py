@@ -1,5 +1,5 @@
 """Artifacts this package compiles for itself (the Spark extension's classes, the C lister, the footer reader),
-cached by content.
+cached by content, and the one way their answers are copied out of C memory (:func:`copy_array`).
 
 Each is built once per source version into a folder named by a hash of the sources under ``$HSH_HOME``, and
 several processes may start at once (a Spark session and a Thrift server; prune-service processes). One rule for
@@ -9,6 +9,7 @@ when another process won the race, its (identical) folder is used.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import shutil
@@ -16,6 +17,8 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from storage_handler.home import state_home
 
@@ -74,3 +77,11 @@ def native_library(name: str, sources: Sequence[Path], compiler: str, flags: Seq
         failed.write_text(str(exc))
         raise
     return library
+
+
+def copy_array(pointer: int | None, n: int, dtype: type[np.generic]) -> np.ndarray:
+    """``n`` values of ``dtype`` at ``pointer`` (memory a compiled helper returned), copied into numpy so the
+    helper can free its own buffer at once."""
+    if n == 0 or not pointer:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(ctypes.string_at(pointer, n * np.dtype(dtype).itemsize), dtype=dtype).copy()

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage_handler.compiled import native_library
+from storage_handler.compiled import copy_array, native_library
 from storage_handler.stats.raw_footers import RawFooters
 
 log = logging.getLogger(__name__)
@@ -100,12 +100,12 @@ class NativeFooterReader:
         try:
             n, chunks = out.files, out.chunks
             return {
-                "num_rows": _array(out.num_rows, n, np.int64), "schema": _array(out.schema, n, np.int32),
-                "row_groups": _array(out.row_groups, n, np.int32),
-                "first_chunk": _array(out.first_chunk, n, np.int64),
-                "schema_file": _array(out.schema_file, out.schemas, np.int64),
-                "rg_rows": _array(out.rg_rows, chunks, np.int64), "flags": _array(out.flags, chunks, np.uint8),
-                "null_count": _array(out.null_count, chunks, np.int64),
+                "num_rows": copy_array(out.num_rows, n, np.int64), "schema": copy_array(out.schema, n, np.int32),
+                "row_groups": copy_array(out.row_groups, n, np.int32),
+                "first_chunk": copy_array(out.first_chunk, n, np.int64),
+                "schema_file": copy_array(out.schema_file, out.schemas, np.int64),
+                "rg_rows": copy_array(out.rg_rows, chunks, np.int64), "flags": copy_array(out.flags, chunks, np.uint8),
+                "null_count": copy_array(out.null_count, chunks, np.int64),
                 "mins": _binary(out.min_offsets, out.min_data, chunks),
                 "maxs": _binary(out.max_offsets, out.max_data, chunks),
                 "schema_footers": _binary(out.schema_offsets, out.schema_data, out.schemas).to_pylist(),
@@ -127,14 +127,8 @@ def _schema(footer: bytes) -> pq.ParquetSchema:
     return pq.read_metadata(pa.BufferReader(tail)).schema
 
 
-def _array(pointer: int | None, n: int, dtype: type[np.generic]) -> np.ndarray:
-    if n == 0 or not pointer:
-        return np.zeros(0, dtype=dtype)
-    return np.frombuffer(ctypes.string_at(pointer, n * np.dtype(dtype).itemsize), dtype=dtype).copy()
-
-
 def _binary(offsets: int | None, data: int | None, n: int) -> pa.LargeBinaryArray:
-    offs = _array(offsets, n + 1, np.int64) if n else np.zeros(1, np.int64)
+    offs = copy_array(offsets, n + 1, np.int64) if n else np.zeros(1, np.int64)
     size = int(offs[-1])
     body = ctypes.string_at(data, size) if size and data else b""
     return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offs), pa.py_buffer(body)])

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage_handler.compiled import native_library
+from storage_handler.compiled import copy_array, native_library
 
 log = logging.getLogger(__name__)
 SOURCES = (Path(__file__).with_name("native") / "listing.c", Path(__file__).with_name("native") / "walk.c")
@@ -123,13 +123,13 @@ class NativeLister:
                 raise OSError(err, os.strerror(err), folders[out.error_folder])
             n = out.count
             data = ctypes.string_at(out.names, out.names_len) if out.names_len else b""
-            offsets = _copy(out.offsets, n + 1, np.int32)
+            offsets = copy_array(out.offsets, n + 1, np.int32)
             names = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-            sizes = _copy(out.sizes, n, np.int64)
-            mtimes = _copy(out.mtimes_ns, n, np.int64) // 1_000_000  # floor, as Python's // (before 1970 too)
-            ctimes = _copy(out.ctimes_ns, n, np.int64)
-            counts = _copy(out.per_folder, len(folders), np.int32)
-            missing = _copy(out.missing, len(folders), np.uint8).astype(bool)
+            sizes = copy_array(out.sizes, n, np.int64)
+            mtimes = copy_array(out.mtimes_ns, n, np.int64) // 1_000_000  # floor, as Python's // (before 1970 too)
+            ctimes = copy_array(out.ctimes_ns, n, np.int64)
+            counts = copy_array(out.per_folder, len(folders), np.int32)
+            missing = copy_array(out.missing, len(folders), np.uint8).astype(bool)
         finally:
             self._free(ctypes.byref(out))
         try:
@@ -154,10 +154,10 @@ class NativeLister:
             paths = _strings(out.paths, out.offsets)
             folders = _strings(out.folders, out.folder_offsets)
             n = len(paths)
-            sizes = _copy(out.sizes.data, n, np.int64)
-            mtimes = _copy(out.mtimes_ns.data, n, np.int64) // 1_000_000  # floor, as the Python walk's //
-            ctimes = _copy(out.ctimes_ns.data, n, np.int64)
-            folder_of = _copy(out.folder_of.data, n, np.int32)
+            sizes = copy_array(out.sizes.data, n, np.int64)
+            mtimes = copy_array(out.mtimes_ns.data, n, np.int64) // 1_000_000  # floor, as the Python walk's //
+            ctimes = copy_array(out.ctimes_ns.data, n, np.int64)
+            folder_of = copy_array(out.folder_of.data, n, np.int32)
         finally:
             self._walk_free(ctypes.byref(out))
         try:
@@ -173,15 +173,8 @@ def _strings(data: _Buffer, offsets: _Buffer) -> pa.StringArray:
     """An Arrow string array of the concatenated ``data`` cut at the int32 ``offsets`` (copied out of C)."""
     n = offsets.len // 4 - 1
     chars = ctypes.string_at(data.data, data.len) if data.len else b""
-    cuts = _copy(offsets.data, n + 1, np.int32)
+    cuts = copy_array(offsets.data, n + 1, np.int32)
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(cuts), pa.py_buffer(chars)])
-
-
-def _copy(pointer: int | None, n: int, dtype: type[np.generic]) -> np.ndarray:
-    if n == 0 or not pointer:
-        return np.zeros(0, dtype=dtype)
-    size = n * np.dtype(dtype).itemsize
-    return np.frombuffer(ctypes.string_at(pointer, size), dtype=dtype).copy()
 
 
 @functools.lru_cache(maxsize=1)
