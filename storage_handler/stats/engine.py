@@ -123,14 +123,13 @@ def read_raw(root: str, files: FileList, conf: Mapping[str, str], *, strict: boo
     is recorded as the file's error; with ``strict`` a failing storage (bucket, credentials, endpoint) raises
     instead, since that is not one bad file."""
     paths = files.paths.to_pylist()
-    uris = [p if is_absolute(p) else f"{root}/{p}" for p in paths]
     reader = native_reader()
-    if reader is not None and all(is_local(u) for u in (root, *(u for u in uris if "://" in u))):
-        base = local_path(root)  # once: a file's local path is then a concatenation
-        local = [p if p.startswith("/") else local_path(p) if "://" in p else f"{base}/{p}" for p in paths]
+    local = _local_paths(root, paths) if reader is not None else None
+    if reader is not None and local is not None:
         raw = reader.read(local, _local_error)
         if raw is not None:
             return raw
+    uris = [p if is_absolute(p) else f"{root}/{p}" for p in paths]
     footers: list[pq.FileMetaData | str] = []
     for i, uri in enumerate(uris):
         entry = FileEntry(uri, int(files.sizes[i]), int(files.mtimes[i]), files.versions[i].as_py())
@@ -144,6 +143,25 @@ def read_raw(root: str, files: FileList, conf: Mapping[str, str], *, strict: boo
         except Exception as exc:  # noqa: BLE001 - an unreadable footer: recorded, never fatal for the table
             footers.append(footer_error(exc))
     return raw_of(footers)
+
+
+def _local_paths(root: str, paths: Sequence[str]) -> list[str] | None:
+    """Each file's path on this machine's disk (relative ones joined to the table folder's path, parsed once), or
+    None when the table or any file is elsewhere."""
+    if not is_local(root):
+        return None
+    base = local_path(root)
+    out = []
+    for p in paths:
+        if not is_absolute(p):
+            out.append(f"{base}/{p}")
+        elif p.startswith("/"):
+            out.append(p)
+        elif is_local(p):  # a file: URI
+            out.append(local_path(p))
+        else:
+            return None
+    return out
 
 
 def _local_error(path: str) -> str | None:

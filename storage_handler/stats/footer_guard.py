@@ -46,7 +46,7 @@ def sort_order(column: pq.ColumnSchema) -> str:
 
 def undecodable(md: pq.FileMetaData) -> set[tuple[int, int]]:
     """``(row group, leaf)`` of every chunk whose statistics pyarrow would fail to decode."""
-    footer = tc.decode(bytes(md.__reduce__()[1][0]))
+    footer = tc.decode(tc.footer_bytes(md))
     schema = md.schema
     leaves = len(schema)
     orders = tc.field(footer, 7)

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from storage_handler.compiled import copy_array, native_library
 from storage_handler.stats.raw_footers import RawFooters
+from storage_handler.stats.thrift_compact import footer_bytes
 
 log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("native") / "footers.cc"
@@ -42,7 +43,7 @@ class _Footers(ctypes.Structure):
     _fields_ = [
         ("files", ctypes.c_int64), ("chunks", ctypes.c_int64), ("schemas", ctypes.c_int32),
         *((name, ctypes.c_void_p) for name in (
-            "num_rows", "schema", "row_groups", "first_chunk", "schema_file", "schema_leaves", "rg_rows", "flags",
+            "num_rows", "schema", "row_groups", "first_chunk", "schema_file", "rg_rows", "flags",
             "null_count", "min_offsets", "max_offsets", "min_data", "max_data", "schema_offsets", "schema_data")),
     ]
 
@@ -80,7 +81,7 @@ class NativeFooterReader:
     def parse(self, footers: Sequence[pq.FileMetaData | str]) -> RawFooters:
         """The raw statistics of footers pyarrow has read (a ``str``: a file that could not be read, why):
         serialized again and parsed here, so that no chunk's statistics are decoded by pyarrow's bindings."""
-        blobs = [b"" if isinstance(md, str) else bytes(md.__reduce__()[1][0]) for md in footers]
+        blobs = [b"" if isinstance(md, str) else footer_bytes(md) for md in footers]
         offsets = np.cumsum([0, *(len(b) for b in blobs)]).astype(np.int64)
         columns = self._call(self._parse, b"".join(blobs), offsets.ctypes.data_as(ctypes.c_void_p), len(blobs))
         firsts = columns.pop("schema_file")

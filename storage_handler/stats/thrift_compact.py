@@ -160,3 +160,8 @@ def split_file(data: bytes) -> tuple[bytes, Struct]:
 def join_file(body: bytes, footer: Struct) -> bytes:
     encoded = encode(footer)
     return body + encoded + len(encoded).to_bytes(4, "little") + b"PAR1"
+
+
+def footer_bytes(metadata: Any) -> bytes:
+    """The Thrift bytes of a footer pyarrow has read (``pyarrow.parquet.FileMetaData`` pickles as them)."""
+    return bytes(metadata.__reduce__()[1][0])

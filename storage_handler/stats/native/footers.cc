@@ -181,7 +181,6 @@ typedef struct {
   int32_t* row_groups;   // per file
   int64_t* first_chunk;  // per file: its first chunk row (file-major, then row group, then leaf)
   int64_t* schema_file;  // per distinct schema: the first file that has it
-  int32_t* schema_leaves;
   int64_t* rg_rows;      // per chunk: rows of its row group
   uint8_t* flags;        // per chunk: kStatsSet | kHasNullCount | kHasMinMax | kError
   int64_t* null_count;
@@ -206,7 +205,6 @@ int finish(Result& r, int64_t count, hsh_footers* out) {
   out->row_groups = copy_out(r.row_groups);
   out->first_chunk = copy_out(r.first_chunk);
   out->schema_file = copy_out(r.schema_file);
-  out->schema_leaves = copy_out(r.schema_leaves);
   out->rg_rows = copy_out(r.rg_rows);
   out->flags = copy_out(r.flags);
   out->null_count = copy_out(r.null_count);
@@ -255,10 +253,10 @@ int hsh_parse_footers(const uint8_t* data, const int64_t* offsets, int64_t count
 }
 
 void hsh_footers_free(hsh_footers* out) {
-  void* pointers[] = {out->num_rows,    out->schema,      out->row_groups,  out->first_chunk,
-                      out->schema_file, out->schema_leaves, out->rg_rows,   out->flags,
-                      out->null_count,  out->min_offsets, out->max_offsets, out->min_data,
-                      out->max_data,    out->schema_offsets, out->schema_data};
+  void* pointers[] = {out->num_rows,    out->schema,      out->row_groups,     out->first_chunk,
+                      out->schema_file, out->rg_rows,     out->flags,          out->null_count,
+                      out->min_offsets, out->max_offsets, out->min_data,       out->max_data,
+                      out->schema_offsets, out->schema_data};
   for (void* ptr : pointers) std::free(ptr);
   std::memset(out, 0, sizeof(*out));
 }
