@@ -18,7 +18,6 @@ file of a chunk (:class:`~storage_handler.stats.raw_footers.RawFooters`). The ru
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage_handler.stats.convert import INT64_MAX, INT64_MIN, Source, convert_bound
-from storage_handler.stats.raw_footers import ERROR, HAS_MIN_MAX, HAS_NULL_COUNT, STATS_SET, RawFooters
+from storage_handler.stats.raw_footers import (
+    ERROR,
+    HAS_MIN_MAX,
+    HAS_NULL_COUNT,
+    STATS_SET,
+    RawFooters,
+    decode_raw,
+)
 from storage_handler.types import HiveType, hive_to_arrow
 
 _STRINGS = ("string", "varchar")
@@ -113,18 +119,6 @@ def _one(value: bytes | None, source: Source, hive_type: HiveType, upper: bool) 
         return convert_bound(decode_raw(value, source.physical), source, hive_type, upper)
     except Exception:  # noqa: BLE001 - a value the rule cannot read: unknown, never an error
         return None
-
-
-def decode_raw(value: bytes | None, physical: str) -> Any:
-    """A plain-encoded statistics value as pyarrow's ``Statistics.min_raw`` gives it."""
-    if value is None:
-        return None
-    if physical == "BOOLEAN":
-        return bool(value[0] & 1)
-    fmt = {"INT32": "<i", "INT64": "<q", "FLOAT": "<f", "DOUBLE": "<d"}.get(physical)
-    if fmt is not None:
-        return struct.unpack(fmt, value[: struct.calcsize(fmt)])[0]
-    return None if physical == "INT96" else value
 
 
 def _family(hive_type: HiveType) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -189,3 +190,15 @@ def _encode(value: object, physical: str) -> bytes:
     if fmt is None or value is None:  # INT96: pyarrow gives no raw value; nothing reads its bounds
         return b""
     return struct.pack(fmt, value)
+
+
+def decode_raw(value: bytes | None, physical: str) -> Any:
+    """A plain-encoded statistics value as pyarrow's ``Statistics.min_raw`` gives it (``_encode`` reversed)."""
+    if value is None:
+        return None
+    if physical == "BOOLEAN":
+        return bool(value[0] & 1)
+    fmt = _FIXED.get(physical)
+    if fmt is not None:
+        return struct.unpack(fmt, value[: struct.calcsize(fmt)])[0]
+    return None if physical == "INT96" else value

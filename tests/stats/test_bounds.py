@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage_handler.stats.bounds import convert_values, decode_raw
+from storage_handler.stats.bounds import convert_values
 from storage_handler.stats.convert import Source, convert_bound
+from storage_handler.stats.raw_footers import decode_raw
 from storage_handler.types import HiveType
 
 WIDTH = {"INT32": 4, "INT64": 8, "BOOLEAN": 1}
