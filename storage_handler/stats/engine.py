@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
@@ -69,8 +70,24 @@ T = TypeVar("T")
 CHUNK_FILES = 256  # files per task when footers are read through pyarrow (one Python object per file)
 NATIVE_CHUNK_FILES = 4096  # files per task for the native reader (a fixed cost per chunk, none per file)
 PROCESS_MIN_FILES = 20_000  # below this, starting worker processes costs more than it saves
-LOCAL_WORKERS = 2 * (os.cpu_count() or 2)  # footers from the page cache: the CPU bounds it
+LOCAL_THREADS_PER_CPU = 2  # pyarrow's Python path from the page cache: the CPU bounds it, the GIL is released often
 REMOTE_WORKERS = 32  # footers from an object store: latency bounds it
+
+
+def usable_cpus() -> int:
+    """The cores this process may keep busy: inside a Spark task its share (``spark.task.cpus``), elsewhere all.
+
+    Why: an executor runs one task per core at once; a task sizing its pool by the machine's cores would run
+    cores x cores CPU-bound threads there. ``pyspark`` is only consulted when it is already imported (a Spark
+    Python worker has), so the CLI never pays for importing it.
+    """
+    if "pyspark" in sys.modules:
+        from pyspark import TaskContext  # optional dependency, already loaded: no import cost
+
+        context = TaskContext.get()
+        if context is not None:
+            return max(1, context.cpus())
+    return os.cpu_count() or 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,14 +222,14 @@ def pool_plan(local: bool, total: int, options: StatsOptions, *, max_workers: in
       :data:`PROCESS_MIN_FILES` files, since that path is Python per file, serialized on the GIL; threads below.
     * Object stores: :data:`REMOTE_WORKERS` threads, since each footer waits on the network.
 
-    ``processes=False`` is forced inside a Spark task, whose core the cluster already gave it. Chunks shrink while
-    there are few files, so every worker gets some.
+    Cores are :func:`usable_cpus`: inside a Spark task, the task's share, not the executor machine's, and
+    ``processes=False`` is forced there. Chunks shrink while there are few files, so every worker gets some.
     """
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     native = local and options.footer_only and native_reader() is not None
     if processes is None:
         processes = local and not native and total >= PROCESS_MIN_FILES and cpus > 1
-    default = cpus if processes or native else (LOCAL_WORKERS if local else REMOTE_WORKERS)
+    default = cpus if processes or native else (LOCAL_THREADS_PER_CPU * cpus if local else REMOTE_WORKERS)
     workers = max(1, min(max_workers or default, total))
     chunk = chunk_files or (NATIVE_CHUNK_FILES if native else CHUNK_FILES)
     return PoolPlan(workers, max(1, min(chunk, -(-total // workers))), processes)

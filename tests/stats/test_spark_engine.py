@@ -36,7 +36,8 @@ from storage_handler.stats import (
     list_data_files,
     load,
 )
-from storage_handler.stats.engine import read_chunk
+from storage_handler.stats.engine import LOCAL_THREADS_PER_CPU, read_chunk, usable_cpus
+from storage_handler.stats.native_footers import native_reader
 from storage_handler.stats.spark_engine import (
     AUTO_THRESHOLD,
     AutoEngine,
@@ -158,6 +159,26 @@ def test_a_failed_job_says_why_in_one_line() -> None:
             "storage_handler.stats.spark_engine.SparkEngineError: table folder /t is not visible on executor host h\n")
     assert _cause(RuntimeError(text)) == "table folder /t is not visible on executor host h"
     assert _cause(RuntimeError("boom\nJava stack")) == "boom"
+
+
+@pytest.mark.spark
+def test_a_task_sizes_its_footer_pool_by_its_own_cores(spark: Any) -> None:
+    """Inside a Spark task the footer pool gets the task's cores (``spark.task.cpus``), not the executor
+    machine's: an executor runs a task per core at once, and each sizing its pool by the machine would run
+    cores x cores CPU-bound threads. Outside a task, every core of the machine."""
+
+    def inside(_: Iterator[int]) -> Iterator[tuple[int, int]]:
+        from storage_handler.stats.engine import pool_plan, usable_cpus
+        from storage_handler.stats.footer import StatsOptions as Options
+
+        yield usable_cpus(), pool_plan(True, 100_000, Options(), processes=False).workers
+
+    task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
+    [(cpus, workers)] = spark.sparkContext.parallelize([0], 1).mapPartitions(inside).collect()
+    assert cpus == task_cpus
+    threads_per_cpu = 1 if native_reader() is not None else LOCAL_THREADS_PER_CPU
+    assert workers == threads_per_cpu * task_cpus
+    assert usable_cpus() == (os.cpu_count() or 1)
 
 
 # ---------------------------------------------------------------- on a standalone cluster
