@@ -17,6 +17,11 @@ same run, side by side:
   metastore's work (table, partitions) and the index commit, i.e. where the rest of the time goes;
 * **refresh after +1 %**: 1 % new files written, then ``hsh index refresh``: time, peak memory, footers read.
 
+For every variant the CPU time is recorded too: the ``hsh`` process tree's (``wait4``) and the metastore JVM's
+(``/proc/PID/stat`` before and after; its threads, JIT and GC included). Their sum divided by the cores is the
+shortest wall time the machine allows for that work however well it overlaps (``CPU floor``): the row that says
+whether a target below it is reachable here at all.
+
 Output: ``benchmarks/results/index.md`` (table with the slope per file, machine, load, commit) and ``index.png``.
 Nothing is asserted.
 """
@@ -105,7 +110,8 @@ class Measured:
     worker processes; the tree's summed PSS is sampled every 100 ms as well, and the larger of the two reported."""
 
     @staticmethod
-    def hsh(*args: str, env: dict[str, str] | None = None) -> tuple[float, int, dict[str, Any]]:
+    def hsh(*args: str, env: dict[str, str] | None = None) -> tuple[float, int, dict[str, Any], float]:
+        """Wall seconds, peak MB, the ``--json`` answer, and CPU seconds of the process tree."""
         import threading
 
         t0 = time.perf_counter()
@@ -133,7 +139,14 @@ class Measured:
         sampler.join()
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"hsh {' '.join(args)} failed: {''.join(err_chunks).strip()[-2000:]}")
-        return wall, int(max(peak[0], usage.ru_maxrss / 1024)), json.loads(out)
+        cpu = usage.ru_utime + usage.ru_stime  # the child's, plus the worker processes it reaped
+        return wall, int(max(peak[0], usage.ru_maxrss / 1024)), json.loads(out), cpu
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     from metastore.local import LocalMetastore
 
     metastore = LocalMetastore(work / "home")
-    uri = metastore.start().uri
+    started = metastore.start()
+    uri, metastore_pid = started.uri, started.pid
     from storage_handler.stats.native_footers import native_reader
     from storage_handler.storage.native_listing import native_lister
 
@@ -173,21 +187,31 @@ def main(argv: list[str] | None = None) -> int:
                 ("register, pyarrow footers", [], {"HSH_NATIVE_FOOTERS": "0"}), ("register", [], {}),
             ]
             for label, extra, env in variants:
-                walls, peaks = [], []
+                walls, peaks, cpus, metastore_cpus = [], [], [], []
                 for r in range(args.repeat):
                     table = f"bench.t{size}_{label.replace(' ', '_').replace(',', '').replace('-', '')}_{r}"
                     shutil.rmtree(root / "_hsh_index", ignore_errors=True)
                     loads.append(os.getloadavg()[0])
-                    wall, peak, _ = Measured.hsh("register", table, str(root), "--metastore", uri, *extra, env=env)
+                    before = process_cpu(metastore_pid)
+                    wall, peak, _, cpu = Measured.hsh("register", table, str(root), "--metastore", uri, *extra,
+                                                      env=env)
+                    metastore_cpus.append(process_cpu(metastore_pid) - before)
                     walls.append(wall)
                     peaks.append(peak)
+                    cpus.append(cpu)
                 row[f"{label} s"] = statistics.median(walls)
                 row[f"{label} peak MB"] = max(peaks)
+                if label == "register":
+                    row["register CPU s (hsh)"] = statistics.median(cpus)
+                    row["register CPU s (metastore JVM)"] = statistics.median(metastore_cpus)
+                    row["register CPU floor s"] = (row["register CPU s (hsh)"]
+                                                   + row["register CPU s (metastore JVM)"]) / (os.cpu_count() or 1)
             # refresh after 1 % new files (then removed again, so the cached data stays as generated)
             added = max(1, size // 100)
             generate(root, added, start=size)
             try:
-                wall, peak, out = Measured.hsh("index", "refresh", f"bench.t{size}_register_0", "--metastore", uri)
+                wall, peak, out, _ = Measured.hsh("index", "refresh", f"bench.t{size}_register_0", "--metastore",
+                                                  uri)
                 row["refresh +1% s"] = wall
                 row["refresh +1% peak MB"] = peak
                 row["refresh +1% footers read"] = len(out["added"]) + len(out["changed"]) + len(out["retried"])
@@ -196,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                     Path(root / f"dt={i // PER_PARTITION:06d}" / f"part-{i:07d}.parquet").unlink(missing_ok=True)
             row["register / serial footers"] = row["register s"] / row["serial footers s"]
             row["dry-run / serial footers"] = row["register --dry-run s"] / row["serial footers s"]
+            row["CPU floor / serial footers"] = row["register CPU floor s"] / row["serial footers s"]
             rows.append(row)
             print(row, flush=True)
     finally:
@@ -208,7 +233,7 @@ def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], a
     folder.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
-    keys = [k for k in rows[0] if k != "files"]
+    keys = list(dict.fromkeys(k for r in rows for k in r if k != "files"))  # rows of older runs may lack some
     lines = [
         "# Index build and refresh against table size (local disk, tiny files)",
         "",
@@ -221,7 +246,8 @@ def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], a
     ]
     for key in keys:
         lines.append(f"| {key} | " + " | ".join(
-            f"{r[key]:.2f}" if isinstance(r[key], float) else str(r[key]) for r in rows) + " |")
+            "-" if key not in r else f"{r[key]:.2f}" if isinstance(r[key], float) else str(r[key]) for r in rows)
+            + " |")
     if len(rows) >= 2:
         a, b = rows[0], rows[-1]
         df = b["files"] - a["files"]
@@ -240,16 +266,18 @@ def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], a
     except ImportError:
         print("matplotlib not installed: no chart")
         return
-    sizes = [r["files"] for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for key in ("serial footers s", "register serial s", "register s", "register, pyarrow footers s",
-                "register --dry-run s", "refresh +1% s"):
-        left.plot(sizes, [r[key] for r in rows], marker="o", label=key)
+                "register --dry-run s", "refresh +1% s", "register CPU floor s"):
+        have = [r for r in rows if key in r]
+        left.plot([r["files"] for r in have], [r[key] for r in have], marker="o", label=key,
+                  linestyle=":" if "floor" in key else "-")
     left.set(xscale="log", yscale="log", xlabel="files", ylabel="seconds", title="time")
     left.legend(fontsize=7)
     for key in ("register serial peak MB", "register peak MB", "register, pyarrow footers peak MB",
                 "refresh +1% peak MB"):
-        right.plot(sizes, [r[key] for r in rows], marker="o", label=key)
+        have = [r for r in rows if key in r]
+        right.plot([r["files"] for r in have], [r[key] for r in have], marker="o", label=key)
     right.set(xscale="log", xlabel="files", ylabel="peak memory (MB)", title="memory")
     right.legend(fontsize=7)
     fig.tight_layout()
