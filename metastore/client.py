@@ -34,6 +34,7 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
+from metastore.locks import table_lock
 from storage_handler.errors import (
     AlreadyExistsError,
     ConfigurationError,
@@ -126,12 +127,13 @@ class MetastoreClient:
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
 
-    def sibling(self) -> MetastoreClient:
+    def sibling(self, *, retries: int | None = None) -> MetastoreClient:
         """Another connection to the same metastore with the same timeouts and retries (for calls in parallel:
-        a Thrift connection carries one call at a time)."""
+        a Thrift connection carries one call at a time); ``retries`` overrides the count (a lock heartbeat
+        retries once: the next beat is the retry)."""
         return MetastoreClient(self.uri, connect_timeout=self.connect_timeout, socket_timeout=self.socket_timeout,
-                               retries=self.retries, backoff=self.backoff, max_backoff=self.max_backoff,
-                               call_deadline=self.call_deadline)
+                               retries=self.retries if retries is None else retries, backoff=self.backoff,
+                               max_backoff=self.max_backoff, call_deadline=self.call_deadline)
 
     # ------------------------------------------------------------------ connection
     def __enter__(self) -> MetastoreClient:
@@ -320,8 +322,6 @@ class MetastoreClient:
     # ------------------------------------------------------------------ locks
     def table_lock(self, db: str, table: str, *, wait: float = 180.0) -> AbstractContextManager[bool]:
         """Exclusive HMS table lock (see :mod:`metastore.locks`); yields False where the metastore has none."""
-        from metastore.locks import table_lock
-
         return table_lock(self, db, table, wait=wait)
 
     def raw(self, subject: str, fn: Callable[[Any], T], *, idempotent: bool) -> T:

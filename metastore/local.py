@@ -28,17 +28,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from storage_handler.errors import JavaNotFoundError, MetastoreUnavailableError, ProcessError
-from storage_handler.home import state_home as state_home  # re-exported: where callers have found it
+from storage_handler.home import spark_home as spark_home  # re-exported: where callers have found them
+from storage_handler.home import state_home as state_home
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
-
-
-def spark_home() -> Path:
-    """The installed pyspark package folder, which holds ``jars/`` and ``bin/spark-submit``."""
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
 
 
 def find_java() -> str:

@@ -109,9 +109,7 @@ class _StaleLockWatcher:
 
 
 def _heartbeat(client: MetastoreClient, lock_id: int, stop: threading.Event) -> None:
-    from metastore.client import MetastoreClient
-
-    with MetastoreClient(client.uri, connect_timeout=client.connect_timeout, retries=1) as own:
+    with client.sibling(retries=1) as own:
         while not stop.wait(HEARTBEAT_SECONDS):
             try:
                 own.raw("lock heartbeat", lambda c: c.heartbeat(hms.HeartbeatRequest(lockid=lock_id)),

@@ -40,6 +40,7 @@ from storage_handler.expr import serde as expr_serde
 from storage_handler.expr.nodes import Expr
 from storage_handler.expr.render import to_hiveql
 from storage_handler.input_format import ParquetInputFormat, is_trivial
+from storage_handler.meta_hook import IndexMetaHook
 from storage_handler.sarg import serde as sarg_serde
 from storage_handler.storage import s3a_settings
 from storage_handler.table_desc import TableDesc
@@ -62,9 +63,7 @@ class StorageHandler:
     def get_serde_class(self) -> str:
         return SERDE
 
-    def get_meta_hook(self) -> Any:
-        from storage_handler.meta_hook import IndexMetaHook
-
+    def get_meta_hook(self) -> IndexMetaHook:
         return IndexMetaHook()
 
     def get_authorization_provider(self) -> None:

@@ -126,10 +126,39 @@ class ExpressionTree:
                 seen.add(node.leaf)
                 yield node.leaf
 
-    def __str__(self) -> str:
-        from storage_handler.sarg.printing import tree_to_old_string
+    def render(self, leaf_text: Sequence[str] | None = None) -> str:
+        """Hive's printed form of the tree: ``toOldString`` (``leaf-3``) without ``leaf_text``, ``toString``
+        (``leaf-`` followed by ``leaf_text[3]``) with it.
 
-        return tree_to_old_string(self)
+        An explicit stack emits the text left to right, so the cost is the size of the output whatever the depth;
+        shared sub-expressions are printed in full at each place, as Hive prints them.
+        """
+        out: list[str] = []
+        stack: list[ExpressionTree | str] = [self]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                out.append(item)
+                continue
+            op = item.operator
+            if op is ExprOp.LEAF:
+                assert item.leaf is not None
+                out.append("leaf-" + (str(item.leaf) if leaf_text is None else leaf_text[item.leaf]))
+            elif op is ExprOp.CONSTANT:
+                assert item.constant is not None
+                out.append(item.constant.value)
+            elif op is ExprOp.NOT:
+                out.append("(not ")
+                stack += (")", item.children[0])
+            else:
+                out.append("(or" if op is ExprOp.OR else "(and")
+                stack.append(")")
+                for child in reversed(item.children):
+                    stack += (child, " ")
+        return "".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
 
     def __repr__(self) -> str:
         return f"ExpressionTree<{self}>"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from metastore.client import parse_metastore_uri
 from storage_handler.errors import ConfigurationError
+from storage_handler.home import spark_home
+from storage_handler.spark.jvm import native_scan_conf
 
 LOOPBACK = "127.0.0.1"
 
@@ -19,8 +22,6 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None, *, native_scan:
     handler never sees the query's filters; with ``native_scan`` (and a JDK) the session extension of
     :mod:`storage_handler.spark.jvm` is loaded, so ``spark.sql`` reads kept files with Spark's own Parquet scan.
     """
-    from metastore.client import parse_metastore_uri
-
     conf = {
         "spark.sql.catalogImplementation": "hive",
         # thrift://host:port only: the binary metastore protocol never uses URI credentials, and a command line
@@ -38,16 +39,12 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None, *, native_scan:
     if warehouse:
         conf["spark.sql.warehouse.dir"] = warehouse
     if native_scan:
-        from storage_handler.spark.jvm import native_scan_conf
-
         conf.update(native_scan_conf())
     return conf
 
 
 def hadoop_version() -> str:
     """The Hadoop version of the installed pyspark (from its ``hadoop-client-api-X.jar``)."""
-    from metastore.local import spark_home
-
     for jar in sorted((spark_home() / "jars").glob("hadoop-client-api-*.jar")):
         return jar.name[len("hadoop-client-api-"):-len(".jar")]
     raise ConfigurationError("cannot tell the Hadoop version of this pyspark: no hadoop-client-api jar in its jars/")

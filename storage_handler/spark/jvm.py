@@ -22,7 +22,7 @@ from pathlib import Path
 
 from storage_handler.compiled import build_once
 from storage_handler.errors import ConfigurationError
-from storage_handler.home import state_home
+from storage_handler.home import spark_home, state_home
 
 log = logging.getLogger(__name__)
 EXTENSION_CLASS = "hsh.spark.HshExtensions"
@@ -44,8 +44,6 @@ def compile_java(sources: Sequence[Path], target_root: Path, resources: Sequence
     The classes are compiled into a temporary folder and renamed into place, so concurrent callers (a session and
     a Thrift server starting together) never see half a class folder.
     """
-    from metastore.local import spark_home
-
     digest = hashlib.sha256()
     for source in sorted(sources):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())

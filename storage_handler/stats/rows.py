@@ -1,6 +1,6 @@
 """Index rows of many files at once, from their raw footer statistics: no Python object per file.
 
-The unit of work of every footer engine (:func:`storage_handler.stats.engine.read_chunk`) and of registration's
+The unit of work of every footer engine (:func:`storage_handler.stats.chunks.read_chunk`) and of registration's
 scan: a chunk of files (a :class:`~storage_handler.stats.file_list.FileList`) and their
 :class:`~storage_handler.stats.raw_footers.RawFooters` become rows of the index schema, column by column.
 Files are grouped by Parquet schema (nearly always one group); each table column is found in each schema once

@@ -10,7 +10,7 @@ is a request, and on a big local table it is most of the work. Here each footer 
 * at the end, :meth:`FooterScan.index_for` lifts every group's rows to the table's columns: a column a group lacks
   is all null in those files (null count = record count, no bounds).
 
-Chunks of files are read by the engine's pool (:func:`storage_handler.stats.engine.pool_plan`: threads for the
+Chunks of files are read by the engine's pool (:func:`storage_handler.stats.pool.pool_plan`: threads for the
 native reader and for object stores, processes for big local tables read through pyarrow). Memory: per chunk an
 Arrow table per group, never a Python object per file of the whole dataset.
 """
@@ -26,20 +26,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
-from storage_handler.stats.engine import (
-    FooterJob,
-    PoolPlan,
-    ProgressCallback,
-    pool_plan,
-    read_chunk,
-    read_raw,
-    run_chunks,
-    warn_processes_failed,
-)
+from storage_handler.stats.chunks import FooterJob, read_chunk, read_raw
 from storage_handler.stats.file_list import FileList
 from storage_handler.stats.footer import FileStats, StatsOptions
 from storage_handler.stats.index import in_path_order, index_schema, indexed_columns, stats_table
 from storage_handler.stats.listing import DataFile
+from storage_handler.stats.pool import (
+    PoolPlan,
+    ProgressCallback,
+    pool_plan,
+    run_chunks,
+    warn_processes_failed,
+)
 from storage_handler.stats.rows import footer_rows
 from storage_handler.storage import LOCAL, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
@@ -125,7 +123,7 @@ def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
                  progress: ProgressCallback | None = None, processes: bool | None = None,
                  offset: int = 0, chunk_files: int | None = None) -> FooterScan:
     """Read every file's footer once: schemas and statistics (see the module docstring). The pool is sized by
-    :func:`~storage_handler.stats.engine.pool_plan` (``processes``: None lets it choose). ``offset``: the position
+    :func:`~storage_handler.stats.pool.pool_plan` (``processes``: None lets it choose). ``offset``: the position
     of ``files[0]`` in the whole dataset, when this is one slice of it (a Spark task's), so the first file of each
     schema is the same whichever slices ran where."""
     location = parse_location(root)

@@ -1,7 +1,7 @@
 """Footer reading as a Spark job, for tables too big for one machine; and the choice between the engines.
 
 :class:`SparkEngine` splits the files to read (sorted by path) into slices, one Spark task per slice. A task reads
-its slice with :class:`~storage_handler.stats.engine.LocalEngine` -- i.e. :func:`~storage_handler.stats.engine.
+its slice with :class:`~storage_handler.stats.engine.LocalEngine` -- i.e. :func:`~storage_handler.stats.chunks.
 read_chunk` over chunks of the slice, by a pool of threads, because on an object store a task that read one footer
 after the other would wait on one GET at a time -- and returns the rows as one Arrow IPC stream. The driver puts the
 slices back in order and concatenates them: exactly the table :class:`LocalEngine` returns for the same files, so

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from metastore.local import spark_home
+from storage_handler.home import spark_home
 from storage_handler.spark import last_scan_metrics
 from tests.helpers import run_hsh
 from tests.spark.typed_data import register_typed

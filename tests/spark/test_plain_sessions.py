@@ -62,7 +62,7 @@ def _plain_python_session(metastore_uri: str, tmp_path: Path, **job: object) -> 
 
 def test_spark_sql_with_a_bare_python_reads_the_table(spark, tables: Path, metastore_uri: str,
                                                       tmp_path: Path) -> None:
-    from metastore.local import spark_home
+    from storage_handler.home import spark_home
 
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)  # a Python with nothing installed: no pyspark, no hive-storage-handler

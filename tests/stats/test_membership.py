@@ -125,12 +125,12 @@ def test_refresh_after_a_changed_choice_reads_only_the_new_columns(tmp_path: Pat
     first = load(location)
     assert first is not None and first.table.column("bloom_filters").type.names == ["uid"]
 
-    import storage_handler.stats.engine as engine_mod
+    import storage_handler.stats.chunks as chunks_mod
 
     def no_footers(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("unchanged files' footers were read again")
 
-    monkeypatch.setattr(engine_mod, "read_file_stats", no_footers)
+    monkeypatch.setattr(chunks_mod, "read_file_stats", no_footers)
     spec = MembershipSpec(("uid",), 0.01, ("code",), 64)
     version, diff = update_index(location, cols, options=StatsOptions(membership=spec), max_workers=1)
     assert version == 2 and diff.membership_changed and diff.membership_read == ("code",)

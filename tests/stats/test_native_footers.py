@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from storage_handler.stats import DataFile, indexed_columns, list_data_files, stats_from_metadata, stats_table
 from storage_handler.stats import thrift_compact as tc
-from storage_handler.stats.engine import _local_error, read_raw
+from storage_handler.stats.chunks import _local_error, read_raw
 from storage_handler.stats.native_footers import native_reader
 from storage_handler.stats.raw_footers import RawFooters
 from storage_handler.stats.rows import footer_rows, row_group_rows
@@ -225,7 +225,7 @@ def test_read_raw_uses_pyarrow_when_the_native_reader_is_off(tmp_path: Path, mon
     files = list_data_files(str(tmp_path))
     columns = (("x", HiveType("bigint")), ("s", HiveType("string")))
     native = footer_rows(columns, files, read_raw(str(tmp_path), files, {}))
-    monkeypatch.setattr("storage_handler.stats.engine.native_reader", lambda: None)
+    monkeypatch.setattr("storage_handler.stats.chunks.native_reader", lambda: None)
     assert footer_rows(columns, files, read_raw(str(tmp_path), files, {})).equals(native)
 
 

@@ -36,8 +36,9 @@ from storage_handler.stats import (
     list_data_files,
     load,
 )
-from storage_handler.stats.engine import LOCAL_THREADS_PER_CPU, read_chunk, usable_cpus
+from storage_handler.stats.chunks import read_chunk
 from storage_handler.stats.native_footers import native_reader
+from storage_handler.stats.pool import LOCAL_THREADS_PER_CPU, usable_cpus
 from storage_handler.stats.spark_engine import (
     AUTO_THRESHOLD,
     AutoEngine,
@@ -168,8 +169,8 @@ def test_a_task_sizes_its_footer_pool_by_its_own_cores(spark: Any) -> None:
     cores x cores CPU-bound threads. Outside a task, every core of the machine."""
 
     def inside(_: Iterator[int]) -> Iterator[tuple[int, int]]:
-        from storage_handler.stats.engine import pool_plan, usable_cpus
         from storage_handler.stats.footer import StatsOptions as Options
+        from storage_handler.stats.pool import pool_plan, usable_cpus
 
         yield usable_cpus(), pool_plan(True, 100_000, Options(), processes=False).workers
 
