@@ -35,20 +35,16 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from bench_tpch import (  # noqa: E402
-    DB,
-    PLAIN,
-    TABLE,
-    Query,
     canonical,
     check_plans,
     check_tools,
-    cpu_snapshot,
     kept_files_view,
-    other_cpu_share,
     scan_metrics_since,
     timed,
 )
 from tpch_data import TpchDataset, ensure_lineitem  # noqa: E402
+from tpch_model import DB, PLAIN, TABLE, Cell, Query  # noqa: E402
+from tpch_report import cpu_snapshot, other_cpu_share  # noqa: E402
 
 PATHS = ("native", "spark.sql", "limit")
 LABELS = {"native": "(a) Spark native Hive table", "spark.sql": "(b) spark.sql via handler + bloom filter",
@@ -138,8 +134,6 @@ def index_costs(ds: TpchDataset, qs: list[Query]) -> dict[str, Any]:
 
 
 def run(spark: Any, qs: list[Query], repeat: int, warmup: int, log: Any) -> tuple[dict, list[str]]:
-    from bench_tpch import Cell
-
     cells = {(q.key, p): Cell() for q in qs for p in PATHS}
     expected: dict[str, Any] = {}
     mismatches: list[str] = []

@@ -30,16 +30,11 @@ and the tables on stdout. ``benchmarks/README.md`` says how to read them.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
-import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,89 +44,24 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from tpch_data import INSTALL_HINT, TpchDataset, ensure_lineitem, tpchgen_executable  # noqa: E402
-
-DB = "tpch"
-TABLE = f"{DB}.lineitem"  # through the handler
-PLAIN = f"{DB}.lineitem_plain"  # the same folder as a plain Hive Parquet table
-PYTHON_DS_VIEW = "lineitem_hsh_ds"  # spark.read.format("hsh").load(TABLE)
-PATHS = ("native", "spark.sql", "python_ds", "read_table", "limit")
-HANDLER_PATHS = PATHS[1:]  # the paths compared against (a)
-UNMETERED = ("native", "limit")  # paths that do not go through the handler (no scan metrics)
-PATH_LABELS = {
-    "native": "(a) Spark native Hive table",
-    "spark.sql": "(b) spark.sql via handler (native scan)",
-    "python_ds": "(b2) spark.sql via hsh Python data source",
-    "read_table": "(c) read_table",
-    "limit": "(d) limit: Spark reading only the files the handler keeps, no planning of its own",
-}
-PATH_TAGS = {path: label.split()[0] for path, label in PATH_LABELS.items()}  # "(a)", "(b)", "(b2)", "(c)"
-# the ``path`` field each handler path's scan metrics must carry: proof the query used the intended reader
-SCAN_METRICS_PATH = {"spark.sql": "spark-native", "python_ds": "spark-datasource", "read_table": "read_table"}
-NATIVE_SCAN_CONF = "spark.hsh.nativeScan"  # the extension reads it when planning; "false" turns it off
-Q6_WHERE = ("l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' "
-            "AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24")
-TARGET_Q6_SPEEDUP = 5.0
-TARGET_MAX_SLOWDOWN = 1.2
-QUERY_KEYS = ("q6", "point_shipdate", "point_orderkey", "all_kept")
-BUSY_SHARE = 0.10  # other processes' CPU share above which the report warns
-RETRIES = 3  # times a timed run disturbed by other processes is repeated
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    key: str
-    title: str
-    select: tuple[str, ...]
-    where: str
-    target: str = ""  # "q6" or "overhead": which of the issue's targets applies
-
-    def sql(self, table: str) -> str:
-        return f"SELECT {', '.join(self.select)} FROM {table} WHERE {self.where}"
-
-
-def queries(ds: TpchDataset) -> list[Query]:
-    """The workload. ``l_quantity``/``l_discount`` are decimal(15,2) and ``l_shipdate`` a date in tpchgen's
-    files, so these literals are pushed to the data source as typed filters (check ``pushed_filters`` in
-    ``last_scan_metrics()``)."""
-    return [
-        Query("q6", "TPC-H Q6", ("sum(l_extendedprice * l_discount) AS revenue",), Q6_WHERE, target="q6"),
-        Query("point_shipdate", f"point: l_shipdate = {ds.lookup_shipdate} (clustered)", ("*",),
-              f"l_shipdate = DATE '{ds.lookup_shipdate}'"),
-        Query("point_orderkey", f"point: l_orderkey = {ds.lookup_orderkey} (not clustered)", ("*",),
-              f"l_orderkey = {ds.lookup_orderkey}"),
-        Query("all_kept", "non-selective: l_quantity > 0 (keeps all)",
-              ("count(*) AS n", "sum(l_quantity) AS qty", "sum(l_extendedprice) AS price"), "l_quantity > 0",
-              target="overhead"),
-    ]
-
-
-@dataclass(slots=True)
-class Cell:
-    """All runs of one (query, path)."""
-
-    seconds: list[float] = field(default_factory=list)
-    warmup_seconds: float = 0.0
-    files_kept: int | None = None
-    files_total: int | None = None
-    planning: list[float] = field(default_factory=list)  # the handler's listing + pruning, from its scan metrics
-    scan_path: str | None = None  # the ``path`` field of the last run's scan metrics
-    tasks: list[int] = field(default_factory=list)  # Spark tasks the run launched (all its jobs' stages)
-    interference: list[float] = field(default_factory=list)  # other processes' CPU share during each kept run
-    discarded: int = 0  # timed runs thrown away because other processes were busy during them
-    rows: int = 0
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-    @property
-    def planning_seconds(self) -> float | None:
-        return statistics.median(self.planning) if self.planning else None
-
-    @property
-    def median_tasks(self) -> int | None:
-        return int(statistics.median(self.tasks)) if self.tasks else None
-
+from tpch_model import (  # noqa: E402
+    DB,
+    HANDLER_PATHS,
+    NATIVE_SCAN_CONF,
+    PATH_LABELS,
+    PATHS,
+    PLAIN,
+    PYTHON_DS_VIEW,
+    QUERY_KEYS,
+    RETRIES,
+    SCAN_METRICS_PATH,
+    TABLE,
+    UNMETERED,
+    Cell,
+    Query,
+    queries,
+)
+from tpch_report import chart, cpu_snapshot, machine_info, markdown, other_cpu_share  # noqa: E402
 
 # --------------------------------------------------------------------------------------------------- set-up
 
@@ -344,263 +274,6 @@ def run_all(
         log(f"repeat {i + 1}/{repeat} done in {time.perf_counter() - start:.0f} s "
             f"({discarded} disturbed runs discarded so far)")
     return cells, mismatches
-
-
-# --------------------------------------------------------------------------------------------------- report
-
-
-def cpu_snapshot() -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds the whole machine spent busy, CPU seconds of this process and its descendants).
-
-    Used to tell how much of the machine *other* work took during the run: a busy neighbour makes every timing
-    slower and noisier, and the report says so. Linux only; zeros elsewhere."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-        machine = (user + nice + system + irq + softirq + steal) / tick
-    except (OSError, ValueError):
-        return time.monotonic(), 0.0, 0.0
-    parents: dict[int, int] = {}
-    cpu: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat[1])
-        cpu[int(entry.name)] = sum(int(x) for x in stat[11:15])  # utime stime cutime cstime (reaped children)
-    own, stack = 0, [os.getpid()]
-    while stack:
-        pid = stack.pop()
-        own += cpu.get(pid, 0)
-        stack += [child for child, parent in parents.items() if parent == pid]
-    return time.monotonic(), machine, own / tick
-
-
-def other_cpu_share(start: tuple[float, float, float], end: tuple[float, float, float]) -> float | None:
-    """The fraction of the machine's CPU that processes outside this benchmark used between two snapshots."""
-    wall = end[0] - start[0]
-    if wall <= 0 or end[1] == 0:
-        return None
-    other = (end[1] - start[1]) - (end[2] - start[2])
-    return max(0.0, other / (wall * (os.cpu_count() or 1)))
-
-
-def machine_info(
-    ds: TpchDataset, repeat: int, warmup: int, extra_conf: dict[str, str], paths: tuple[str, ...],
-    other_share: float | None, cells: dict[tuple[str, str], Cell], max_interference: float,
-) -> dict[str, Any]:
-    import pyarrow
-    import pyspark
-
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gb = None
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0])
-        mem_gb = round(kb / 1024 / 1024, 1)
-    except (OSError, IndexError, ValueError):
-        pass
-    try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                                text=True, check=False).stdout.strip() or None
-    except OSError:
-        commit = None
-    return {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "cores": os.cpu_count(), "cpu": cpu, "memory_gb": mem_gb,
-        "python": platform.python_version(), "pyspark": pyspark.__version__, "pyarrow": pyarrow.__version__,
-        "spark_master": "local[2]", "git_commit": commit,
-        "scale_factor": ds.scale, "rows": ds.rows, "files": ds.files, "bytes": ds.bytes,
-        "shipdate_range": f"{ds.min_shipdate} .. {ds.max_shipdate}", "repeat": repeat, "warmup_rounds": warmup,
-        "paths": list(paths), "extra_spark_conf": extra_conf or "none",
-        "cpu_share_used_by_other_processes": None if other_share is None else round(other_share, 3),
-        "max_interference": max_interference,
-        "runs_discarded_for_interference": sum(c.discarded for c in cells.values()),
-        "runs_kept_despite_interference": sum(
-            1 for c in cells.values() for x in c.interference if max_interference and x > max_interference),
-        "median_interference_of_kept_runs": round(statistics.median(
-            [x for c in cells.values() for x in c.interference] or [0.0]), 3),
-    }
-
-
-def speedup(cells: dict[tuple[str, str], Cell], q: Query, path: str) -> float:
-    return cells[(q.key, "native")].median / cells[(q.key, path)].median
-
-
-def verdict(cells: dict[tuple[str, str], Cell], q: Query, path: str) -> str:
-    if (q.key, path) not in cells:
-        return "not run"
-    s = speedup(cells, q, path)
-    if q.target == "q6":
-        return f"meets ≥{TARGET_Q6_SPEEDUP:g}×" if s >= TARGET_Q6_SPEEDUP else f"misses ≥{TARGET_Q6_SPEEDUP:g}×"
-    if q.target == "overhead":
-        ok = 1 / s <= TARGET_MAX_SLOWDOWN
-        return f"{'meets' if ok else 'misses'} ≤{TARGET_MAX_SLOWDOWN:g}× slower"
-    return ""
-
-
-def markdown(
-    cells: dict[tuple[str, str], Cell], qs: list[Query], info: dict[str, Any], mismatches: list[str]
-) -> str:
-    def cell(q: Query, path: str) -> Cell | None:
-        return cells.get((q.key, path))
-
-    def secs(q: Query, path: str) -> str:
-        c = cell(q, path)
-        return f"{c.median:.3f}" if c else "not run"
-
-    def ratio(q: Query, path: str) -> str:
-        return f"{speedup(cells, q, path):.2f}×" if cell(q, path) else "–"
-
-    def files(q: Query, path: str) -> str:
-        c = cell(q, path)
-        return f"{c.files_kept}/{c.files_total}" if c and c.files_kept is not None else "–"
-
-    def attr(q: Query, path: str, fmt: Callable[[Cell], str]) -> str:
-        c = cell(q, path)
-        return fmt(c) if c else "–"
-
-    def header(numeric: list[str], text: str | None = None) -> list[str]:
-        """A table's header: the numeric columns right-aligned, an optional last text column left-aligned."""
-        cols = [*numeric, *([text] if text else [])]
-        align = "|---|" + "---:|" * len(numeric) + ("---|" if text else "")
-        return [f"| query | {' | '.join(cols)} |", align]
-
-    tag = PATH_TAGS
-    target_text = {"q6": f"≥ {TARGET_Q6_SPEEDUP:g}× faster", "overhead": f"≤ {TARGET_MAX_SLOWDOWN:g}× slower"}
-    lines = [
-        "# TPC-H lineitem: file skipping vs Spark's native Hive-table read",
-        "",
-        f"Scale factor {info['scale_factor']:g}: {info['rows']:,} rows in {info['files']} Parquet files "
-        f"({info['bytes'] / 1e6:,.0f} MB), sorted by `l_shipdate` ({info['shipdate_range']}). "
-        f"Median of {info['repeat']} runs after {info['warmup_rounds']} warm-up round(s); speed-up = (a)'s "
-        "median / this path's median (> 1 is faster than Spark alone). Files = files read / files in the table, "
-        "from `last_scan_metrics()`.",
-        "",
-        "Paths: " + "; ".join(PATH_LABELS[p] for p in PATHS) + ".",
-        "",
-    ]
-    cols = [f"{tag['native']} native s"]
-    for p in HANDLER_PATHS:
-        cols += [f"{tag[p]} {p} s", f"{tag[p]} speed-up", f"{tag[p]} files"]
-    lines += header(cols, "target")
-    for q in qs:
-        target = ""
-        if q.target in target_text:
-            target = f"{target_text[q.target]}: " + ", ".join(
-                f"{tag[p]} {verdict(cells, q, p)}" for p in HANDLER_PATHS)
-        row = [secs(q, "native")]
-        for p in HANDLER_PATHS:
-            row += [secs(q, p), ratio(q, p), files(q, p)]
-        lines.append(f"| {q.title} | {' | '.join([*row, target])} |")
-    if all(cell(q, "limit") and cell(q, "spark.sql") for q in qs):
-        lines += ["", "How close the handler comes to its limit (median time over (d)'s: 1.00× is the limit):", ""]
-        lines += header([f"{tag['spark.sql']} spark.sql / limit", f"{tag['read_table']} read_table / limit"])
-        for q in qs:
-            limit = cells[(q.key, "limit")].median
-            row = [f"{cells[(q.key, p)].median / limit:.2f}×" if cell(q, p) else "–" for p in ("spark.sql", "read_table")]
-            lines.append(f"| {q.title} | {' | '.join(row)} |")
-    lines += ["", f"Fastest of the {info['repeat']} runs, seconds and speed-up over (a)'s fastest (less sensitive to "
-              "other work on the machine; the targets above are judged on medians):", ""]
-    cols = [f"{tag['native']} best s"]
-    for p in HANDLER_PATHS:
-        cols += [f"{tag[p]} best s", f"{tag[p]} speed-up"]
-    lines += header(cols)
-    for q in qs:
-        best_a = min(cells[(q.key, "native")].seconds)
-        row = [f"{best_a:.3f}"]
-        for path in HANDLER_PATHS:
-            c = cell(q, path)
-            row += [f"{min(c.seconds):.3f}", f"{best_a / min(c.seconds):.2f}×"] if c else ["not run", "–"]
-        lines.append(f"| {q.title} | {' | '.join(row)} |")
-    handler_tags = ", ".join(tag[p] for p in HANDLER_PATHS[:-1]) + f" and {tag[HANDLER_PATHS[-1]]}"
-    lines += ["", f"Queries (`T` is `{PLAIN}` for (a), `{TABLE}` for {handler_tags}):", ""]
-    for q in qs:
-        lines.append(f"* **{q.title}** — `{q.sql('T')}` ({cells[(q.key, 'native')].rows} result rows)")
-    lines += ["", "Where the time goes: Spark tasks per run (all jobs of the query, the file-listing job included), "
-              "the handler's planning time (listing + pruning, median, seconds) and the first warm-up run "
-              "(seconds):", ""]
-    lines += header([f"{tag[p]} tasks" for p in PATHS] + [f"{tag[p]} planning" for p in HANDLER_PATHS]
-                    + [f"{tag[p]} first" for p in PATHS])
-    for q in qs:
-        tasks = [attr(q, p, lambda c: str(c.median_tasks)) for p in PATHS]
-        planning = [attr(q, p, lambda c: _opt(c.planning_seconds)) for p in HANDLER_PATHS]
-        first = [attr(q, p, lambda c: f"{c.warmup_seconds:.2f}") for p in PATHS]
-        lines.append(f"| {q.title} | {' | '.join(tasks + planning + first)} |")
-    lines += ["", "Results: " + ("**MISMATCH** — " + "; ".join(mismatches) if mismatches
-                                 else "every path that ran returned exactly (a)'s rows, in every run."),
-              "", "Machine and run:", ""]
-    lines += [f"* {k}: {v}" for k, v in info.items()]
-    share = info.get("cpu_share_used_by_other_processes")
-    if info["runs_kept_despite_interference"] or info["median_interference_of_kept_runs"] > BUSY_SHARE:
-        lines += ["", f"**Warning**: other processes were busy during the timed runs (median share of the CPU "
-                      f"{info['median_interference_of_kept_runs']:.0%}; {info['runs_kept_despite_interference']} "
-                      f"runs kept after {RETRIES} retries); these timings are slower and noisier than on a quiet "
-                      "machine."]
-    elif share is not None and share > BUSY_SHARE:
-        lines += ["", f"Note: other processes used {share:.0%} of the CPU over the whole run; "
-                      f"{info['runs_discarded_for_interference']} timed runs they disturbed were discarded and "
-                      "repeated, so the timings above are from quiet moments."]
-    lines += ["", "Chart: `tpch.png`; every timing: `tpch.json`. How to read this: `benchmarks/README.md`.", ""]
-    return "\n".join(lines)
-
-
-def _opt(value: float | None) -> str:
-    return f"{value:.3f}" if value is not None else "–"
-
-
-def chart(
-    cells: dict[tuple[str, str], Cell], qs: list[Query], paths: tuple[str, ...], info: dict[str, Any], out: Path
-) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    # (b2) is a lighter shade of (b): the same spark.sql, read by the Python data source instead
-    colors = {"native": "#7f7f7f", "spark.sql": "#1f77b4", "python_ds": "#9ecae1", "read_table": "#2ca02c",
-              "limit": "#d62728"}
-    width = 0.8 / len(paths)
-    fig, ax = plt.subplots(figsize=(5 + 2 * len(paths), 5.5))  # wider with more bars, so their labels fit
-    for i, path in enumerate(paths):
-        runs = [cells[(q.key, path)] for q in qs]
-        xs = [j + (i - (len(paths) - 1) / 2) * width for j in range(len(qs))]
-        meds = [c.median for c in runs]
-        lo = [c.median - min(c.seconds) for c in runs]
-        hi = [max(c.seconds) - c.median for c in runs]
-        bars = ax.bar(xs, meds, width, label=PATH_LABELS[path], color=colors[path], yerr=[lo, hi], capsize=3)
-        for bar, q, c in zip(bars, qs, runs, strict=True):
-            note = f"{c.median:.2f}s"
-            if path != "native":
-                note += f"\n{speedup(cells, q, path):.2f}×"
-                if c.files_kept is not None:
-                    note += f"\n{c.files_kept}/{c.files_total}f"
-            ax.annotate(note, (bar.get_x() + bar.get_width() / 2, max(c.seconds)), xytext=(0, 3),
-                        textcoords="offset points", ha="center", va="bottom", fontsize=7)
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(qs)), [q.title.replace(" (", "\n(") for q in qs], fontsize=8)
-    ax.set_ylabel("median seconds (log scale; whiskers: min..max)")
-    conf = "" if info["extra_spark_conf"] == "none" else f", extra conf {info['extra_spark_conf']}"
-    ax.set_title(f"TPC-H lineitem SF{info['scale_factor']:g}, {info['files']} files sorted by l_shipdate — "
-                 f"median of {info['repeat']} runs, {info['cores']} cores{conf}\n"
-                 "label: seconds, speed-up vs (a), files read/total", fontsize=9)
-    ax.legend(loc="upper left", fontsize=8)
-    ymin = min(min(c.seconds) for c in cells.values())
-    ymax = max(max(c.seconds) for c in cells.values())
-    ax.set_ylim(ymin / 2, ymax * 4)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
 
 
 # --------------------------------------------------------------------------------------------------- main
