@@ -38,6 +38,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from provenance import commit_label  # noqa: E402
+
 from storage_handler.decode.kryo import decode_filter_expression, decode_search_argument  # noqa: E402
 from storage_handler.decode.serialized import decode_job_conf  # noqa: E402
 from storage_handler.decode.to_sarg import to_search_argument  # noqa: E402
@@ -122,8 +124,7 @@ def measure(oracle: Oracle, classes: Path, leaves: int, repeat: int) -> dict[str
 def write_report(rows: list[dict[str, Any]], repeat: int) -> None:
     folder = HERE / "results"
     folder.mkdir(exist_ok=True)
-    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = commit_label()
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
         "# Decoding Hive's serialized filters: Python vs Hive's own reader",

@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from provenance import commit_label  # noqa: E402
 
 PER_PARTITION = 50
 
@@ -231,8 +232,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_report(folder: Path, rows: list[dict[str, Any]], loads: list[float], args: argparse.Namespace) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = commit_label()
     keys = list(dict.fromkeys(k for r in rows for k in r if k != "files"))  # rows of older runs may lack some
     lines = [
         "# Index build and refresh against table size (local disk, tiny files)",

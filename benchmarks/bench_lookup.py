@@ -42,6 +42,7 @@ from bench_tpch import (  # noqa: E402
     scan_metrics_since,
     timed,
 )
+from provenance import commit_label  # noqa: E402
 from tpch_data import TpchDataset, ensure_lineitem  # noqa: E402
 from tpch_model import DB, PLAIN, TABLE, Cell, Query  # noqa: E402
 from tpch_report import cpu_snapshot, other_cpu_share  # noqa: E402
@@ -258,10 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         if spark is not None:
             spark.stop()
         metastore.stop()
-    import subprocess
-
-    commit = subprocess.run(["git", "-C", str(HERE.parent), "describe", "--always", "--dirty"],
-                            capture_output=True, text=True, check=False).stdout.strip()
+    commit = commit_label()
     info = {"files": ds.files, "scale": ds.scale, "rows": ds.rows, "bytes": ds.bytes, "repeat": args.repeat,
             "warmup": args.warmup, "git_commit": commit, "cores": os.cpu_count(), "spark_master": "local[2]",
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from provenance import commit_label  # noqa: E402
 
 DB = "planning"
 
@@ -172,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_report(folder: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                            text=True, check=False).stdout.strip()
+    commit = commit_label()
     lines = [
         "# Planning time against table size: the handler vs Spark's own planning",
         "",

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from provenance import commit_label  # noqa: E402
 
 DB = "s3bench"
 KINDS = ("LIST", "GET", "HEAD", "PUT", "POST", "DELETE")
@@ -186,8 +187,7 @@ def _fmt(counts: Any) -> str:
 
 def write_report(folder: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = commit_label()
     keys = [k for k in rows[0] if k not in ("files",)]
     lines = [
         "# S3: requests per query and refresh, footer-reading throughput",

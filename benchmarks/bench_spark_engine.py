@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from provenance import commit_label  # noqa: E402
 
 DB = "sparkbench"
 ENGINES = ("local", "spark", "spark, warm")
@@ -207,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_report(folder: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = commit_label()
     (folder / "spark_engine.json").write_text(json.dumps(rows, indent=2))
     lines = [
         "# Footer engines: local pool vs Spark standalone cluster (register and full refresh)",

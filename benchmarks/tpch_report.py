@@ -7,12 +7,12 @@ import datetime as dt
 import os
 import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from provenance import commit_label
 from tpch_data import TpchDataset
 from tpch_model import (
     BUSY_SHARE,
@@ -93,11 +93,7 @@ def machine_info(
         mem_gb = round(kb / 1024 / 1024, 1)
     except (OSError, IndexError, ValueError):
         pass
-    try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                                text=True, check=False).stdout.strip() or None
-    except OSError:
-        commit = None
+    commit = commit_label()
     return {
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": os.cpu_count(), "cpu": cpu, "memory_gb": mem_gb,
