@@ -130,7 +130,8 @@ class Measured:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         err_chunks: list[str] = []
-        reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+        stderr = proc.stderr
+        reader = threading.Thread(target=lambda: err_chunks.append(stderr.read()), daemon=True)
         reader.start()
         out = proc.stdout.read()
         reader.join()
@@ -205,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                 if label == "register":
                     row["register CPU s (hsh)"] = statistics.median(cpus)
                     row["register CPU s (metastore JVM)"] = statistics.median(metastore_cpus)
-                    row["register CPU floor s"] = (row["register CPU s (hsh)"]
-                                                   + row["register CPU s (metastore JVM)"]) / (os.cpu_count() or 1)
+                    cores = len(os.sched_getaffinity(0))  # the cores these processes may run on
+                    row["register CPU floor s"] = statistics.median(
+                        (a + b) / cores for a, b in zip(cpus, metastore_cpus, strict=True))
             # refresh after 1 % new files (then removed again, so the cached data stays as generated)
             added = max(1, size // 100)
             generate(root, added, start=size)

@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import socket
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlparse
 
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
@@ -35,9 +32,11 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
 from metastore.locks import table_lock
+from metastore.uri import MetastoreAddress as MetastoreAddress  # re-exported: callers found them here
+from metastore.uri import parse_metastore_uri as parse_metastore_uri
+from metastore.uri import redact as redact
 from storage_handler.errors import (
     AlreadyExistsError,
-    ConfigurationError,
     MetastoreError,
     MetastoreUnavailableError,
     NoSuchObjectError,
@@ -47,36 +46,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _TRANSPORT_ERRORS = (TTransport.TTransportException, OSError, EOFError, socket.timeout)
-
-
-@dataclass(frozen=True, slots=True)
-class MetastoreAddress:
-    host: str
-    port: int
-
-    @property
-    def uri(self) -> str:
-        return f"thrift://{self.host}:{self.port}"
-
-
-def parse_metastore_uri(uri: str) -> MetastoreAddress:
-    """Parse ``thrift://host:port`` (the form ``hive.metastore.uris`` uses; only the first URI of a list is used)."""
-    first = uri.split(",")[0].strip()
-    parsed = urlparse(first)
-    try:
-        port = parsed.port
-    except ValueError:
-        port = None
-    if parsed.scheme != "thrift" or not parsed.hostname or not port:
-        raise ConfigurationError(
-            f"metastore URI {redact(uri)!r} is not of the form thrift://host:port (e.g. thrift://127.0.0.1:9083)"
-        )
-    return MetastoreAddress(parsed.hostname, port)
-
-
-def redact(uri: str) -> str:
-    """``scheme://user:secret@host`` -> ``scheme://***@host``: credentials never reach messages or logs."""
-    return re.sub(r"(?<=://)[^/@\s]*@", "***@", uri)
 
 
 # what thrift's fastbinary codec raises for bytes that are no valid reply (its pure-Python twin raises
@@ -127,13 +96,15 @@ class MetastoreClient:
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
 
-    def sibling(self, *, retries: int | None = None) -> MetastoreClient:
+    def sibling(self, *, retries: int | None = None, socket_timeout: float | None = None) -> MetastoreClient:
         """Another connection to the same metastore with the same timeouts and retries (for calls in parallel:
-        a Thrift connection carries one call at a time); ``retries`` overrides the count (a lock heartbeat
-        retries once: the next beat is the retry)."""
-        return MetastoreClient(self.uri, connect_timeout=self.connect_timeout, socket_timeout=self.socket_timeout,
+        a Thrift connection carries one call at a time). ``retries`` and ``socket_timeout`` override this one's
+        (a lock heartbeat retries once and waits briefly: the next beat is the retry)."""
+        timeout = self.socket_timeout if socket_timeout is None else socket_timeout
+        return MetastoreClient(self.uri, connect_timeout=self.connect_timeout, socket_timeout=timeout,
                                retries=self.retries if retries is None else retries, backoff=self.backoff,
-                               max_backoff=self.max_backoff, call_deadline=self.call_deadline)
+                               max_backoff=self.max_backoff,
+                               call_deadline=self.call_deadline if socket_timeout is None else None)
 
     # ------------------------------------------------------------------ connection
     def __enter__(self) -> MetastoreClient:

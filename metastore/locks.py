@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 5.0
 STALE_SECONDS = 30.0
+HEARTBEAT_TIMEOUT = 10.0  # a beat that hangs longer is abandoned; the next one retries well before the lock is stale
 
 
 @contextmanager
@@ -109,7 +110,7 @@ class _StaleLockWatcher:
 
 
 def _heartbeat(client: MetastoreClient, lock_id: int, stop: threading.Event) -> None:
-    with client.sibling(retries=1) as own:
+    with client.sibling(retries=1, socket_timeout=min(client.socket_timeout, HEARTBEAT_TIMEOUT)) as own:
         while not stop.wait(HEARTBEAT_SECONDS):
             try:
                 own.raw("lock heartbeat", lambda c: c.heartbeat(hms.HeartbeatRequest(lockid=lock_id)),

@@ -3,7 +3,7 @@
 ``state_home`` (``$HSH_HOME``, default ``~/.local/state/hsh``) holds the embedded metastore and HiveServer2
 (``metastore.local``), the compiled helpers (:mod:`storage_handler.compiled`) and the scan metrics. ``spark_home``
 is the pyspark package, whose ``jars/`` both the metastore launcher and the Spark helpers use. One function each,
-so every part agrees, and neither the metastore nor the Spark modules import each other to ask.
+so every part agrees, and the Spark modules need not import the metastore launcher to ask.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from metastore.client import parse_metastore_uri
+from metastore.uri import parse_metastore_uri
 from storage_handler.errors import ConfigurationError
 from storage_handler.home import spark_home
 from storage_handler.spark.jvm import native_scan_conf

@@ -43,6 +43,7 @@ from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, P
 from storage_handler.stats.file_list import DataFile, FileList
 from storage_handler.stats.footer import StatsOptions
 from storage_handler.stats.index import stats_table
+from storage_handler.stats.scan import FooterScan, scan_footers
 from storage_handler.stats.spark_app import (  # noqa: F401 - re-exported: the engine's errors and checks
     ENV_MASTER,
     OwnedContext,
@@ -57,8 +58,6 @@ from storage_handler.storage import LOCAL, local_path, parse_location
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
-
-    from storage_handler.stats.scan import FooterScan
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +133,6 @@ class SparkEngine:
         """Registration's one pass (schemas and index rows) as a Spark job: each task scans its slice with
         :func:`~storage_handler.stats.scan.scan_footers` (threads) and returns what it found; the driver merges
         the parts, which, like chunks, give the same result in any order."""
-        from storage_handler.stats.scan import FooterScan
-
         total = len(files)
         scan = FooterScan()
         if total == 0:
@@ -253,8 +250,6 @@ def _scan_slice(root: str, conf: tuple[tuple[str, str], ...], options: StatsOpti
                 slice_size: int, item: tuple[int, Sequence[DataFile]]) -> tuple[int, FooterScan]:
     """One task of a registration scan: what the slice's footers hold (runs on an executor; threads, never
     processes, inside a task: the cluster already gives each task its core)."""
-    from storage_handler.stats.scan import scan_footers
-
     index, files = item
     _check_visible(root)
     return index, scan_footers(root, files, options, conf=dict(conf), max_workers=max_workers, processes=False,

@@ -1,0 +1,43 @@
+"""A metastore's address: ``thrift://host:port``, parsed and printed without credentials.
+
+Apart from :mod:`metastore.client` so that code which only names a metastore (Spark's configuration, the CLI's
+messages) does not import thrift and the generated Hive API to do so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from storage_handler.errors import ConfigurationError
+
+
+@dataclass(frozen=True, slots=True)
+class MetastoreAddress:
+    host: str
+    port: int
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://{self.host}:{self.port}"
+
+
+def parse_metastore_uri(uri: str) -> MetastoreAddress:
+    """Parse ``thrift://host:port`` (the form ``hive.metastore.uris`` uses; only the first URI of a list is used)."""
+    first = uri.split(",")[0].strip()
+    parsed = urlparse(first)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme != "thrift" or not parsed.hostname or not port:
+        raise ConfigurationError(
+            f"metastore URI {redact(uri)!r} is not of the form thrift://host:port (e.g. thrift://127.0.0.1:9083)"
+        )
+    return MetastoreAddress(parsed.hostname, port)
+
+
+def redact(uri: str) -> str:
+    """``scheme://user:secret@host`` -> ``scheme://***@host``: credentials never reach messages or logs."""
+    return re.sub(r"(?<=://)[^/@\s]*@", "***@", uri)
