@@ -1,14 +1,18 @@
-"""Native helpers are built once per source and command; a failed build is remembered, not retried per command."""
+"""Native helpers are built once per source and command; a failed build is remembered, not retried per command;
+their answers are copied out of C memory into Arrow."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
-from storage_handler.compiled import native_library
+from storage_handler.compiled import copy_strings, native_library
 
 FAKE_COMPILER = """#!/bin/sh
 echo run >> "{log}"
@@ -57,3 +61,18 @@ def test_a_failed_build_is_remembered_until_its_marker_is_removed(compiler: tupl
     fail.unlink()
     markers[0].unlink()
     assert native_library("x", [tmp_path / "x.c"], str(script), []).is_file() and runs(log) == 2
+
+
+def test_copy_strings_cuts_c_memory_into_arrow_values_of_either_offset_width() -> None:
+    """What the lister (int32 offsets, strings) and the footer reader (int64 offsets, large binary) hand back:
+    the same values, independent of the C buffers once copied."""
+    values = ["", "a", "héllo", "", "xyz"]
+    raw = "".join(values).encode()
+    data = ctypes.create_string_buffer(raw, len(raw))
+    for arrow_type, width in ((pa.string(), np.int32), (pa.large_binary(), np.int64)):
+        offsets = np.cumsum([0, *(len(v.encode()) for v in values)]).astype(width)
+        got = copy_strings(offsets.ctypes.data, ctypes.addressof(data), len(values), arrow_type)
+        got.validate(full=True)
+        expected = pa.array([v if arrow_type == pa.string() else v.encode() for v in values], arrow_type)
+        assert got.equals(expected)
+        assert copy_strings(None, None, 0, arrow_type).equals(pa.array([], arrow_type))

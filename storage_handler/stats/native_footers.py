@@ -21,8 +21,6 @@ import glob
 import logging
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage_handler.compiled import copy_array, native_library
+from storage_handler.compiled import copy_array, copy_strings, load_helper, native_library
 from storage_handler.stats.raw_footers import RawFooters
 from storage_handler.stats.thrift_compact import footer_bytes
 
@@ -107,9 +105,10 @@ class NativeFooterReader:
                 "schema_file": copy_array(out.schema_file, out.schemas, np.int64),
                 "rg_rows": copy_array(out.rg_rows, chunks, np.int64), "flags": copy_array(out.flags, chunks, np.uint8),
                 "null_count": copy_array(out.null_count, chunks, np.int64),
-                "mins": _binary(out.min_offsets, out.min_data, chunks),
-                "maxs": _binary(out.max_offsets, out.max_data, chunks),
-                "schema_footers": _binary(out.schema_offsets, out.schema_data, out.schemas).to_pylist(),
+                "mins": copy_strings(out.min_offsets, out.min_data, chunks, pa.large_binary()),
+                "maxs": copy_strings(out.max_offsets, out.max_data, chunks, pa.large_binary()),
+                "schema_footers": copy_strings(out.schema_offsets, out.schema_data, out.schemas,
+                                               pa.large_binary()).to_pylist(),
             }
         finally:
             self._free(ctypes.byref(out))
@@ -128,28 +127,11 @@ def _schema(footer: bytes) -> pq.ParquetSchema:
     return pq.read_metadata(pa.BufferReader(tail)).schema
 
 
-def _binary(offsets: int | None, data: int | None, n: int) -> pa.LargeBinaryArray:
-    offs = copy_array(offsets, n + 1, np.int64) if n else np.zeros(1, np.int64)
-    size = int(offs[-1])
-    body = ctypes.string_at(data, size) if size and data else b""
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offs), pa.py_buffer(body)])
-
-
 @functools.lru_cache(maxsize=1)
 def native_reader() -> NativeFooterReader | None:
     """The compiled reader, or None (see the module docstring: footers are then read through pyarrow)."""
-    if os.environ.get("HSH_NATIVE_FOOTERS", "1") == "0" or not sys.platform.startswith("linux"):
-        return None
-    try:
-        library = _compile()
-        if library is None:
-            log.info("no C++ compiler: reading footers through pyarrow (slower on big tables)")
-            return None
-        return NativeFooterReader(ctypes.CDLL(str(library)))
-    except (OSError, subprocess.SubprocessError, AttributeError) as exc:
-        log.warning("the native footer reader could not be built (%s); reading footers through pyarrow "
-                    "(slower on big tables)", exc)
-        return None
+    return load_helper("HSH_NATIVE_FOOTERS", "native footer reader (c++)", _compile, NativeFooterReader,
+                       "reading footers through pyarrow (slower on big tables)")
 
 
 def _compile() -> Path | None:

@@ -29,8 +29,6 @@ import functools
 import logging
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage_handler.compiled import copy_array, native_library
+from storage_handler.compiled import copy_array, copy_strings, load_helper, native_library
 
 log = logging.getLogger(__name__)
 SOURCES = (Path(__file__).with_name("native") / "listing.c", Path(__file__).with_name("native") / "walk.c")
@@ -171,26 +169,14 @@ class NativeLister:
 
 def _strings(data: _Buffer, offsets: _Buffer) -> pa.StringArray:
     """An Arrow string array of the concatenated ``data`` cut at the int32 ``offsets`` (copied out of C)."""
-    n = offsets.len // 4 - 1
-    chars = ctypes.string_at(data.data, data.len) if data.len else b""
-    cuts = copy_array(offsets.data, n + 1, np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(cuts), pa.py_buffer(chars)])
+    return copy_strings(offsets.data, data.data, offsets.len // 4 - 1, pa.string())
 
 
 @functools.lru_cache(maxsize=1)
 def native_lister() -> NativeLister | None:
     """The compiled lister, or None (see the module docstring: the Python listing is used then)."""
-    if os.environ.get("HSH_NATIVE_LISTING", "1") == "0" or not sys.platform.startswith("linux"):
-        return None
-    try:
-        library = _compile()
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.warning("the C listing could not be built (%s); listing in Python (slower on big tables)", exc)
-        return None
-    if library is None:
-        log.info("no C compiler (cc): listing in Python (slower on big tables)")
-        return None
-    return NativeLister(ctypes.CDLL(str(library)))
+    return load_helper("HSH_NATIVE_LISTING", "C lister (cc)", _compile, NativeLister,
+                       "listing in Python (slower on big tables)")
 
 
 def _compile() -> Path | None:
