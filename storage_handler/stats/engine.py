@@ -10,8 +10,6 @@ changes the index.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import replace
 from typing import Protocol
 
 import pyarrow as pa
@@ -26,7 +24,7 @@ from storage_handler.stats.pool import (
     ProgressCallback,
     pool_plan,
     run_chunks,
-    warn_processes_failed,
+    with_thread_fallback,
 )
 from storage_handler.stats.scan import FooterScan, scan_footers
 from storage_handler.storage import LOCAL, parse_location, storage_for
@@ -70,13 +68,7 @@ class LocalEngine:
         listed = FileList.of(files)
         plan = pool_plan(parse_location(job.table_location).kind == LOCAL, len(listed), job.options,
                          max_workers=self.max_workers, processes=self.processes, chunk_files=self.chunk_files)
-        try:
-            return self._read(job, listed, progress, plan)
-        except BrokenProcessPool as exc:
-            if not plan.processes:
-                raise
-            warn_processes_failed(exc)
-            return self._read(job, listed, progress, replace(plan, processes=False))
+        return with_thread_fallback(plan, lambda p: self._read(job, listed, progress, p))
 
     def _read(self, job: FooterJob, files: FileList, progress: ProgressCallback | None,
               plan: PoolPlan) -> pa.Table:

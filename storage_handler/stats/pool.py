@@ -23,7 +23,8 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
-from dataclasses import dataclass
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from storage_handler.stats.footer import StatsOptions
@@ -125,8 +126,15 @@ def run_chunks(plan: PoolPlan, total: int, task: Callable[..., T], args: Callabl
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def warn_processes_failed(exc: BaseException) -> None:
-    """Worker processes could not start or died: the caller reads with threads instead (slower, same rows).
-    The usual cause is a script without a main guard: ``spawn`` re-imports it in every worker."""
-    log.warning("footer worker processes failed (%s); reading footers with threads instead. A script that builds "
-                "indexes must guard its entry point with `if __name__ == \"__main__\":`", exc)
+def with_thread_fallback(plan: PoolPlan, run: Callable[[PoolPlan], T]) -> T:
+    """``run(plan)``; when its worker processes could not start or died, ``run`` again on threads (slower, same
+    rows), with a warning. The usual cause is a script without a main guard: ``spawn`` re-imports it in every
+    worker."""
+    try:
+        return run(plan)
+    except BrokenProcessPool as exc:
+        if not plan.processes:
+            raise
+        log.warning("footer worker processes failed (%s); reading footers with threads instead. A script that "
+                    "builds indexes must guard its entry point with `if __name__ == \"__main__\":`", exc)
+        return run(replace(plan, processes=False))

@@ -18,8 +18,7 @@ Arrow table per group, never a Python object per file of the whole dataset.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +35,7 @@ from storage_handler.stats.pool import (
     ProgressCallback,
     pool_plan,
     run_chunks,
-    warn_processes_failed,
+    with_thread_fallback,
 )
 from storage_handler.stats.rows import footer_rows
 from storage_handler.storage import LOCAL, parse_location, storage_for
@@ -131,13 +130,7 @@ def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
     listed = FileList.of(files)
     plan = pool_plan(location.kind == LOCAL, len(listed), options, max_workers=max_workers, processes=processes,
                      chunk_files=chunk_files)
-    try:
-        return _scan(location.uri, listed, options, conf, plan, progress, offset)
-    except BrokenProcessPool as exc:
-        if not plan.processes:
-            raise
-        warn_processes_failed(exc)
-        return _scan(location.uri, listed, options, conf, replace(plan, processes=False), progress, offset)
+    return with_thread_fallback(plan, lambda p: _scan(location.uri, listed, options, conf, p, progress, offset))
 
 
 def _scan(root: str, files: FileList, options: StatsOptions, conf: Mapping[str, str] | None, plan: PoolPlan,
