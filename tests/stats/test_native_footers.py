@@ -114,6 +114,13 @@ def three_ways(root: Path, columns: tuple[tuple[str, HiveType], ...]) -> tuple[p
     return footer_rows(columns, files, native), footer_rows(columns, files, in_python), oracle
 
 
+def assert_three_ways_agree(root: Path, columns: tuple[tuple[str, HiveType], ...]) -> None:
+    """The three readings of :func:`three_ways` are the same table, schema metadata included."""
+    native, by_pyarrow, oracle = three_ways(root, columns)
+    assert native.equals(by_pyarrow, check_metadata=True)
+    assert native.equals(oracle, check_metadata=True), (native.to_pylist(), oracle.to_pylist())
+
+
 def draw_columns(data: st.DataObject, most: int) -> list[tuple[str, pa.DataType]]:
     """Up to ``most`` distinct columns of the types above, named after their type's position."""
     picked = data.draw(st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=most, unique=True))
@@ -135,9 +142,7 @@ def test_random_files_give_the_same_rows_three_ways(tmp_path_factory: pytest.Tem
     for k in range(data.draw(st.integers(1, 4))):
         mine = columns if k == 0 or data.draw(st.booleans()) else columns[: max(1, len(columns) - 1)]
         random_file(root / f"f{k}.parquet", data.draw(st.integers(0, 2**32)), mine)
-    native, by_pyarrow, oracle = three_ways(root, table_columns(data.draw, columns))
-    assert native.equals(by_pyarrow, check_metadata=True)
-    assert native.equals(oracle, check_metadata=True), (native.to_pylist(), oracle.to_pylist())
+    assert_three_ways_agree(root, table_columns(data.draw, columns))
 
 
 # ------------------------------------------------------------------ rewritten footers
@@ -202,9 +207,7 @@ def test_rewritten_footers_give_the_same_rows_three_ways(tmp_path_factory: pytes
         path = root / f"f{k}.parquet"
         random_file(path, data.draw(st.integers(0, 2**32)), columns)
         rewrite(path, random.Random(data.draw(st.integers(0, 2**32))))
-    native, by_pyarrow, oracle = three_ways(root, table_columns(data.draw, columns))
-    assert native.equals(by_pyarrow, check_metadata=True)
-    assert native.equals(oracle, check_metadata=True), (native.to_pylist(), oracle.to_pylist())
+    assert_three_ways_agree(root, table_columns(data.draw, columns))
 
 
 @needs_native
