@@ -11,7 +11,12 @@ Hive ``TableDesc``'s properties travel to ``MapredParquetInputFormat`` in a Hive
   expression), both our versioned JSON under our own keys, and ``hive.io.filter.text`` (HiveQL, Hive's own format);
 * the filter, as Hive and Spark write it (read, never written by the handler): ``hive.io.filter.expr.serialized``
   (Kryo of an ``ExprNodeGenericFuncDesc``) and ``sarg.pushdown`` (Kryo of a ``SearchArgumentImpl``);
-  ``hsh.filter.time.zone`` names the zone of the JVM that wrote them (default UTC);
+  ``hsh.filter.time.zone`` names the zone of the JVM that wrote them (default UTC), and
+  ``hsh.hive.writer.version`` the Hive release that wrote them (``2.3.9``, ``2.3.10``, or ``auto``: the bytes tell;
+  default: Spark's ``spark.sql.hive.version`` when the job configuration carries it, else ``auto``). Hive 2.3
+  itself writes no version key into a JobConf (``HiveConf`` has none; ``HiveVersionInfo`` is not copied into the
+  configuration); Spark's Thrift server and ``spark-sql`` set ``spark.sql.hive.version`` to their built-in Hive,
+  and Spark copies its SQL settings into each job's Hadoop configuration;
 * ours, namespaced: ``hsh.index.version`` (informational: readers always load the current index from storage).
 
 Which key wins when several are present is :mod:`storage_handler.decode.serialized`'s precedence.
@@ -38,6 +43,8 @@ SARG_PUSHDOWN = "sarg.pushdown"
 HSH_SARG = "hsh.sarg"
 HSH_FILTER_EXPR = "hsh.filter.expr"
 FILTER_TIME_ZONE = "hsh.filter.time.zone"
+HIVE_WRITER_VERSION = "hsh.hive.writer.version"
+SPARK_HIVE_VERSION = "spark.sql.hive.version"
 INDEX_VERSION = "hsh.index.version"
 FILTER_KEYS = (HSH_SARG, HSH_FILTER_EXPR, FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN)
 

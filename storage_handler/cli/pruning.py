@@ -42,6 +42,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--time-zone", metavar="ZONE",
                    help="with --job-conf: zone of the JVM that wrote the filter (overrides hsh.filter.time.zone; "
                         "default UTC)")
+    p.add_argument("--hive-version", metavar="RELEASE",
+                   help="with --job-conf: the Hive release that wrote Kryo bytes (2.3.9, 2.3.10 or auto; overrides "
+                        "hsh.hive.writer.version; default: spark.sql.hive.version if set, else auto: the bytes tell)")
     add_metastore_option(p)
     add_json_option(p)
     p.set_defaults(func=_sarg)
@@ -119,10 +122,10 @@ def _scan(args: argparse.Namespace) -> int:
 
 def _sarg(args: argparse.Namespace) -> int:
     from storage_handler.decode.hiveql import parse_filter
-    from storage_handler.decode.serialized import decode_job_conf, filter_sources
+    from storage_handler.decode.serialized import decode_job_conf_filter, filter_sources
     from storage_handler.decode.to_sarg import to_search_argument
     from storage_handler.expr.render import to_hiveql
-    from storage_handler.job_conf import FILTER_TIME_ZONE, read_job_conf_file
+    from storage_handler.job_conf import FILTER_TIME_ZONE, HIVE_WRITER_VERSION, read_job_conf_file
     from storage_handler.types import parse_schema_text
 
     schema = None
@@ -139,14 +142,19 @@ def _sarg(args: argparse.Namespace) -> int:
         props = read_job_conf_file(args.job_conf)
         if args.time_zone:
             props[FILTER_TIME_ZONE] = args.time_zone
+        if args.hive_version:
+            props[HIVE_WRITER_VERSION] = args.hive_version
         sarg_key, expression_key = filter_sources(props)
         if sarg_key is None:
             raise ConfigurationError(
                 f"{args.job_conf} has no filter property (hive.io.filter.expr.serialized, sarg.pushdown, "
                 "hive.io.filter.text, hsh.sarg or hsh.filter.expr)"
             )
-        decoded = decode_job_conf(props, schema)
+        found = decode_job_conf_filter(props, schema)
+        decoded = found.decoded
         sources = {"sarg_from": sarg_key, "expression_from": expression_key}
+        if found.kryo_formats:  # which Hive release's Kryo format each serialized property was read in
+            sources["kryo_format"] = {m.key: m.describe() for m in found.kryo_formats}
     else:
         assert schema is not None
         decoded = to_search_argument(parse_filter(args.where, schema))

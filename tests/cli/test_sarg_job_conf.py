@@ -51,3 +51,15 @@ def test_file_parsers() -> None:
         {"a": "1", "b": "xy", "c": "z=w", "d": "A\tB", "e": ""}
     assert parse_hadoop_xml("<configuration><property><name>k</name><value>1</value></property>"
                             "<property><name>k</name><value>2</value></property></configuration>") == {"k": "2"}
+
+
+def test_the_hive_release_whose_format_was_read_is_named(tmp_path: Path) -> None:
+    pasted = tmp_path / "job.properties"
+    pasted.write_text(f"hive.io.filter.expr.serialized={EXPR_X2_UPPER_Y}\n")
+    detected = _json("--job-conf", str(pasted))["kryo_format"]["hive.io.filter.expr.serialized"]
+    assert detected.startswith("Hive 2.3.9 and 2.3.10's formats alike (detected")
+    named = _json("--job-conf", str(pasted), "--hive-version", "2.3.10")["kryo_format"]
+    assert named == {"hive.io.filter.expr.serialized": "Hive 2.3.10's format (named by hsh.hive.writer.version)"}
+    proc = run_hsh("sarg", "--job-conf", str(pasted), "--hive-version", "3.1.3")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "Hive '3.1.3'" in proc.stderr and "2.3.9, 2.3.10" in proc.stderr and "auto" in proc.stderr

@@ -3,7 +3,7 @@
 ``inventory_trees()`` is a systematic set: every pushed operator over every primitive type, constants on either
 side, NULL constants, column-vs-column comparisons of every pair of types, and the functions filters commonly
 hold. Serializing it makes Hive's Kryo meet every class a filter can contain; the layouts of exactly those classes
-are what ``storage_handler/decode/kryo/layouts.py`` holds.
+are what each release's table in ``storage_handler/decode/kryo/layouts/`` holds.
 """
 
 from __future__ import annotations

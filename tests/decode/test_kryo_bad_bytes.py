@@ -16,10 +16,11 @@ from storage_handler.decode.kryo import (
     decode_filter_expression,
     decode_search_argument,
 )
-from storage_handler.decode.kryo.layouts import FIELDS
+from storage_handler.decode.kryo.layouts import RELEASES
 from storage_handler.errors import FilterError
 from tests.decode.kryo_oracle import Oracle
 from tests.decode.kryo_trees import col, const, fn
+from tests.helpers import examples
 
 EXPR_KEY = "hive.io.filter.expr.serialized"
 SARG_KEY = "sarg.pushdown"
@@ -108,7 +109,7 @@ def test_a_class_id_of_another_hive_or_kryo_version(expression_bytes: bytes, cla
 def test_an_unknown_function_class(kryo_oracle: Oracle) -> None:
     tree = fn("=", fn("datediff", col("string", "s"), const("string", "2020-01-01")), const("int", "3"))
     answer = kryo_oracle.expression(tree)
-    assert "org.apache.hadoop.hive.ql.udf.generic.GenericUDFDateDiff" not in FIELDS
+    assert "org.apache.hadoop.hive.ql.udf.generic.GenericUDFDateDiff" not in RELEASES["2.3.10"].fields
     with pytest.raises(UnknownClassError, match=f"'{EXPR_KEY}'.*GenericUDFDateDiff is not one this decoder knows"):
         decode_filter_expression(answer[0])
 
@@ -126,7 +127,7 @@ def test_not_base64(text: str) -> None:
         decode_filter_expression(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.binary(min_size=1, max_size=300))
 def test_garbage_is_always_an_error(data: bytes) -> None:
     for decode, key in ((decode_filter_expression, EXPR_KEY), (decode_search_argument, SARG_KEY)):

@@ -1,10 +1,12 @@
-"""``hive.io.filter.expr.serialized`` and ``sarg.pushdown`` as Hive writes them, decoded the way Hive's reader does.
+"""``hive.io.filter.expr.serialized`` and ``sarg.pushdown`` as Hive writes them, decoded the way Hive's reader does,
+for every supported Hive release.
 
-Random filters (hypothesis; the seed is printed, replay with ``HSH_TEST_SEED``) are built and serialized with Hive
-2.3.10's own classes in one JVM (``java/HiveKryoOracle.java``), read back by Hive's ``ConvertAstToSearchArg``,
-and decoded here; ``toString()`` and ``toOldString()`` must be equal, character for character. The one deliberate
-difference, ``NOT BETWEEN`` (Hive 2.3.10 loses the NOT, HIVE-24209), is compared with what a fixed Hive makes of
-the same filter.
+Random filters (hypothesis; the seed is printed, replay with ``HSH_TEST_SEED``) are built and serialized with each
+release's own classes in one JVM per release (``java/HiveKryoOracle.java`` on that release's jars), read back by
+Hive's ``ConvertAstToSearchArg``, and decoded here -- both in the release's format (``writer_version``) and with
+the release detected from the bytes; ``toString()`` and ``toOldString()`` must be equal, character for character,
+and detection must name the writer's release among those whose format fits. The one deliberate difference,
+``NOT BETWEEN`` (Hive 2.3 loses the NOT, HIVE-24209), is compared with what a fixed Hive makes of the same filter.
 """
 
 from __future__ import annotations
@@ -14,14 +16,26 @@ import datetime as dt
 import json
 import os
 import random
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from storage_handler.decode.kryo import decode_filter_expression, decode_search_argument
+from storage_handler.decode.kryo import (
+    SUPPORTED_RELEASES,
+    KryoDecoded,
+    ReleaseMismatchError,
+    decode_filter_expression,
+    decode_search_argument,
+    read_filter_expression,
+    read_search_argument,
+)
 from storage_handler.decode.to_sarg import to_search_argument
 from storage_handler.errors import FilterError
+from storage_handler.expr import serde as expr_serde
+from storage_handler.sarg import serde as sarg_serde
 from tests.decode.kryo_oracle import Oracle
 from tests.decode.kryo_trees import (
     COLUMNS,
@@ -32,6 +46,7 @@ from tests.decode.kryo_trees import (
     has_inverted_between,
     null,
 )
+from tests.helpers import examples
 
 SEED = int(os.environ.get("HSH_TEST_SEED") or random.SystemRandom().randrange(2**32))
 print(f"\ntests/decode/test_kryo_conformance.py: hypothesis seed {SEED} (replay: HSH_TEST_SEED={SEED})")
@@ -39,9 +54,23 @@ RUN = settings(deadline=None, database=None, derandomize=False, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
 
-def ours_from_expression(text: str, zone: str = "UTC") -> tuple[str, str]:
-    sarg = to_search_argument(decode_filter_expression(text, zone=zone)).sarg
+def ours_from_expression(text: str, zone: str = "UTC", release: str | None = None) -> tuple[str, str]:
+    sarg = to_search_argument(decode_filter_expression(text, zone=zone, writer_version=release)).sarg
     return sarg.to_string(), sarg.to_old_string()
+
+
+def check_detection(text: str, release: str, read: Callable[..., KryoDecoded[Any]], canonical: Callable[[Any], str],
+                    zone: str = "UTC") -> None:
+    """Detection names ``release`` (the writer) among the releases that fit, and each release it names reads the
+    bytes to the same filter while every other one refuses them."""
+    detected = read(text, zone=zone)
+    assert release in detected.match.releases and detected.match.named_by is None, (SEED, detected.match)
+    for other in SUPPORTED_RELEASES:
+        if other in detected.match.releases:
+            assert canonical(read(text, zone=zone, writer_version=other).value) == canonical(detected.value)
+        else:
+            with pytest.raises(ReleaseMismatchError):
+                read(text, zone=zone, writer_version=other)
 
 
 def check_expression(oracle: Oracle, tree: dict, zone: str = "UTC") -> None:
@@ -50,25 +79,28 @@ def check_expression(oracle: Oracle, tree: dict, zone: str = "UTC") -> None:
     text, hive_new, hive_old, fixed_new, fixed_old = answer
     if not has_inverted_between(tree):
         assert (fixed_new, fixed_old) == (hive_new, hive_old)
+    assert ours_from_expression(text, zone, oracle.release) == (fixed_new, fixed_old), (SEED, json.dumps(tree))
     assert ours_from_expression(text, zone) == (fixed_new, fixed_old), (SEED, json.dumps(tree))
+    check_detection(text, oracle.release, read_filter_expression, expr_serde.dumps, zone)
 
 
 @seed(SEED)
-@settings(RUN, max_examples=800)
+@settings(RUN, max_examples=examples(600))
 @given(tree=filter_trees(max_leaves=16))
-def test_serialized_expressions_decode_to_hives_search_argument(kryo_oracle: Oracle, tree: dict) -> None:
-    check_expression(kryo_oracle, tree)
+def test_serialized_expressions_decode_to_hives_search_argument(release_oracle: Oracle, tree: dict) -> None:
+    check_expression(release_oracle, tree)
 
 
 @seed(SEED)
-@settings(RUN, max_examples=400)
+@settings(RUN, max_examples=examples(300))
 @given(tree=filter_trees(max_leaves=10))
-def test_kryo_search_arguments_decode_as_hive_reads_them(kryo_oracle: Oracle, tree: dict) -> None:
-    answer = kryo_oracle.sarg_pushdown(tree)
+def test_kryo_search_arguments_decode_as_hive_reads_them(release_oracle: Oracle, tree: dict) -> None:
+    answer = release_oracle.sarg_pushdown(tree)
     assert len(answer) == 3, (SEED, answer, json.dumps(tree))
     text, hive_new, hive_old = answer
-    sarg = decode_search_argument(text)
-    assert (sarg.to_string(), sarg.to_old_string()) == (hive_new, hive_old), (SEED, json.dumps(tree))
+    for sarg in (decode_search_argument(text), decode_search_argument(text, writer_version=release_oracle.release)):
+        assert (sarg.to_string(), sarg.to_old_string()) == (hive_new, hive_old), (SEED, json.dumps(tree))
+    check_detection(text, release_oracle.release, read_search_argument, sarg_serde.dumps)
 
 
 _ZONES = ["America/Los_Angeles", "Asia/Kolkata", "Australia/Lord_Howe", "Europe/Berlin", "Pacific/Apia"]
@@ -92,16 +124,16 @@ def modern_time_leaf(draw: st.DrawFn) -> dict:
 
 
 @seed(SEED)
-@settings(RUN, max_examples=200)
+@settings(RUN, max_examples=examples(150))
 @given(zone=st.sampled_from(_ZONES), trees=st.lists(modern_time_leaf(), min_size=1, max_size=4))
-def test_dates_and_timestamps_are_read_in_the_writers_zone(kryo_oracle: Oracle, zone: str, trees: list) -> None:
+def test_dates_and_timestamps_are_read_in_the_writers_zone(release_oracle: Oracle, zone: str, trees: list) -> None:
     """Hive writes DATE/TIMESTAMP constants as epoch millis of the wall clock in its JVM's zone and reads them
     back in its own: with ``zone`` set to that zone, we read the same fields, DST gaps and overlaps included."""
-    kryo_oracle.time_zone(zone)
+    release_oracle.time_zone(zone)
     try:
-        check_expression(kryo_oracle, fn("or", *trees) if len(trees) > 1 else trees[0], zone)
+        check_expression(release_oracle, fn("or", *trees) if len(trees) > 1 else trees[0], zone)
     finally:
-        kryo_oracle.time_zone("UTC")
+        release_oracle.time_zone("UTC")
 
 
 def test_reading_in_another_zone_than_the_writer_shifts_like_hive(kryo_oracle: Oracle) -> None:
@@ -137,19 +169,19 @@ def test_the_bytes_are_what_the_issue_describes(kryo_oracle: Oracle) -> None:
     (fn("=", col("decimal(38,10)", "w"), const("decimal(38,10)", "-1234567890123456789012345678.0123456789")),
      "leaf-0 = (EQUALS w -1234567890123456789012345678.0123456789), expr = leaf-0"),
 ])
-def test_named_cases_match_hive(kryo_oracle: Oracle, tree: dict, expected: str) -> None:
-    check_expression(kryo_oracle, tree)
-    assert ours_from_expression(kryo_oracle.expression(tree)[0])[1] == expected
+def test_named_cases_match_hive(release_oracle: Oracle, tree: dict, expected: str) -> None:
+    check_expression(release_oracle, tree)
+    assert ours_from_expression(release_oracle.expression(tree)[0])[1] == expected
 
 
-def test_children_in_an_arrays_as_list(kryo_oracle: Oracle) -> None:
+def test_children_in_an_arrays_as_list(release_oracle: Oracle) -> None:
     """Hive registers Arrays.asList lists with a serializer of its own (class id 13): also read."""
     tree = {**fn("and", fn("=", col("int", "x"), const("int", "1")), {**fn("in", col("string", "s"), const("string", "a"),
                                                                             const("string", "b")), "aslist": True}),
             "aslist": True}
-    text = kryo_oracle.expression(tree)[0]
+    text = release_oracle.expression(tree)[0]
     assert base64.b64decode(text)[1] == 13 + 2  # the children list: registered id 13, not a class name
-    check_expression(kryo_oracle, tree)
+    check_expression(release_oracle, tree)
 
 
 def test_not_between_follows_fixed_hive(kryo_oracle: Oracle) -> None:

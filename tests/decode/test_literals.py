@@ -37,7 +37,7 @@ def T(text: str):
         ("2023-02-29", "date", None), ("2024-1-1", "date", None),
         (dt.datetime(2024, 1, 1, 1), "timestamp", dt.datetime(2024, 1, 1, 1)),
         (dt.date(2024, 1, 1), "timestamp", dt.datetime(2024, 1, 1)),
-        (dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), "timestamp", None),
+        (dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "timestamp", None),
         ("2024-01-01T10:00:00", "timestamp", dt.datetime(2024, 1, 1, 10)), ("2024-01-01 25:00:00", "timestamp", None),
         (Decimal("12.5"), "decimal(5,2)", Decimal("12.50")), (Decimal("1.234"), "decimal(5,2)", None),
         (1000, "decimal(5,2)", None), (999, "decimal(5,2)", Decimal("999.00")), ("1.5", "decimal(5,2)", Decimal("1.50")),

@@ -4,10 +4,15 @@ A reader for exactly what ``Kryo.writeObject`` produces with Kryo's defaults (re
 written in full for unregistered classes, ``FieldSerializer`` for plain classes), in two flavors:
 
 * ``"hive"``: Hive's ``SerializationUtilities`` Kryo (``hive.io.filter.expr.serialized``): ids 10-31 registered,
-  ``java.sql.Date`` as 8 fixed bytes of epoch millis, ``java.sql.Timestamp`` as millis + 4 fixed bytes of nanos,
-  ``Arrays.asList`` lists with their own serializer;
+  Hive's own serializers for ``java.sql.Date``/``Timestamp`` and ``Arrays.asList`` lists;
 * ``"plain"``: ``new Kryo()`` (Spark's ``sarg.pushdown``): only Kryo's primitives registered, dates and
   timestamps as variable-length millis (``Timestamp(long)`` then keeps only milliseconds).
+
+Everything that depends on the writer's jars -- registrations, which serializer a class has, field lists -- comes
+from one release's table (:class:`~storage_handler.decode.kryo.layouts.ReleaseLayouts`); this module holds only
+Kryo's format and one reader per serializer class (:data:`SERIALIZER_READERS`). The reader notes whether it
+consulted a table entry that differs between releases (:attr:`GraphReader.release_dependent`): when it did not,
+every supported release reads the bytes the same way.
 
 Decoded values: Java objects written by ``FieldSerializer`` become :class:`JavaObject` (class name + fields),
 enum constants :class:`JavaEnum`, ``java.sql.Date``/``Timestamp`` :class:`JavaInstant`, lists and arrays Python
@@ -18,14 +23,12 @@ guesses, because a guess could decode into a *different* filter.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from storage_handler.decode.kryo import layouts
+from storage_handler.decode.kryo.layouts import VARIANT, Flavor, ReleaseLayouts
 from storage_handler.decode.kryo.stream import KryoFormatError, KryoInput
-
-Flavor = Literal["hive", "plain"]
 
 #: Classes of newer Hive releases (3.x, 4.x): meeting one means the filter was written by another Hive version.
 _NEWER_HIVE_CLASSES = frozenset({
@@ -41,7 +44,7 @@ _PENDING = object()
 
 
 class UnknownClassError(KryoFormatError):
-    """The bytes name a class this decoder has no layout for (not in a filter Hive 2.3.10 writes)."""
+    """The bytes name a class this decoder has no layout for (not in a filter the release's Hive writes)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -71,12 +74,12 @@ class JavaInstant:
     nanos: int
 
 
-def _is_instance(value: Any, cls: str) -> bool:
+def _is_instance(value: Any, cls: str, arrays: Mapping[str, bool]) -> bool:
     """Whether a value read earlier can be what a back-reference to a ``cls`` points at."""
     if isinstance(value, (JavaObject, JavaEnum, JavaInstant)):
         return value.cls == cls
     if isinstance(value, list):
-        return cls in ("java.util.ArrayList", "java.util.Arrays$ArrayList", "[J") or cls in layouts.ARRAYS
+        return cls in ("java.util.ArrayList", "java.util.Arrays$ArrayList", "[J") or cls in arrays
     if isinstance(value, str):
         return cls == "java.lang.String"
     return isinstance(value, bytes) and cls == "[B"
@@ -91,12 +94,20 @@ def class_of(value: Any) -> str:
 
 
 class GraphReader:
-    """Reads one object graph from ``data`` (the bytes of one ``writeObject`` call)."""
+    """Reads one object graph from ``data`` (the bytes of one ``writeObject`` call) with ``release``'s tables."""
 
-    def __init__(self, data: bytes, flavor: Flavor) -> None:
+    def __init__(self, data: bytes, flavor: Flavor, release: ReleaseLayouts, label: str | None = None) -> None:
         self.input = KryoInput(data)
         self.flavor = flavor
-        self.registered = layouts.HIVE_REGISTERED if flavor == "hive" else layouts.KRYO_REGISTERED
+        self.release = release
+        self.label = label or release.name  # "Hive 2.3.10": who the error messages say wrote the filter
+        self.registered = release.registered[flavor]
+        self.serializers = release.serializers[flavor]
+        self.fields = release.fields
+        self.variant_classes = VARIANT.classes[flavor]
+        self.variant_ids = VARIANT.ids[flavor]
+        #: Whether a table entry that differs between supported releases was consulted.
+        self.release_dependent = False
         self.names: dict[int, str] = {}
         self.refs: list[Any] = []
 
@@ -118,16 +129,18 @@ class GraphReader:
             return None
         if code == 1:
             return self._read_name()
+        if code - 2 in self.variant_ids:
+            self.release_dependent = True
         registered = self.registered.get(code - 2)
         if registered is None:
             raise UnknownClassError(
                 f"class id {code - 2} is not registered by {self._who()}: the filter was written by a different "
                 "Hive or Kryo version (or the bytes are corrupt)"
             )
-        if self.flavor == "hive" and code - 2 >= 12 and code - 2 != 13:
+        if registered not in self.serializers:
             raise UnknownClassError(
-                f"class id {code - 2} ({registered} in Hive 2.3.10) is never part of a filter: the bytes were written "
-                "by a different Hive version, which registers other classes under these ids (or are corrupt)"
+                f"class id {code - 2} ({registered} in {self.label}) is never part of a filter: the bytes were "
+                "written by a different Hive version, which registers other classes under these ids (or are corrupt)"
             )
         return registered
 
@@ -145,7 +158,7 @@ class GraphReader:
         return name
 
     def _who(self) -> str:
-        return "Hive 2.3.10's SerializationUtilities" if self.flavor == "hive" else "a plain Kryo 4"
+        return f"{self.label}'s SerializationUtilities" if self.flavor == "hive" else "a plain Kryo 4"
 
     # ------------------------------------------------------------------------------------------- references
     def read_class_and_object(self) -> Any:
@@ -160,7 +173,7 @@ class GraphReader:
         if cls in _WRAPPERS:  # Kryo tracks no references for boxed primitives
             if may_be_null and self.input.length("null marker") == 0:
                 return None
-            return _SPECIAL[cls](self, cls, -1)
+            return self._read_value(cls, -1)
         marker = self.input.length("reference")
         if marker == 0:
             if may_be_null:
@@ -178,7 +191,9 @@ class GraphReader:
         if index >= len(self.refs) or self.refs[index] is _PENDING:
             raise KryoFormatError(f"reference {index} points at an object not read yet ({len(self.refs)} so far)")
         value = self.refs[index]
-        if not _is_instance(value, cls):
+        if cls in self.variant_classes:
+            self.release_dependent = True
+        if not _is_instance(value, cls, self.release.arrays):
             raise KryoFormatError(f"reference {index} should be a {cls} but is a {class_of(value)}")
         return value
 
@@ -186,12 +201,14 @@ class GraphReader:
     def _read_value(self, cls: str, ref: int) -> Any:
         """The serializer's bytes for ``cls``. Objects and lists are read here, not in helpers: a filter nests
         them level by level, and fewer Python frames per level let deeper filters decode."""
-        fields = layouts.FIELDS.get(cls)
-        if fields is not None:
+        if cls in self.variant_classes:
+            self.release_dependent = True
+        serializer = self.serializers.get(cls)
+        if serializer == "FieldSerializer":
             obj = JavaObject(cls)
             self.refs[ref] = obj
             values = obj.fields
-            for name, kind in fields:
+            for name, kind in self.fields[cls]:
                 if kind == "":
                     values[name] = self.read_class_and_object()
                 elif kind in _PRIMITIVE_FIELDS:
@@ -199,7 +216,7 @@ class GraphReader:
                 else:
                     values[name] = self.read_object(kind, may_be_null=True)
             return obj
-        if cls == "java.util.ArrayList":
+        if serializer == "CollectionSerializer" and cls == "java.util.ArrayList":
             items: list[Any] = []
             self.refs[ref] = items
             count = self.input.length("list size")
@@ -207,30 +224,31 @@ class GraphReader:
             for _ in range(count):
                 items.append(self.read_class_and_object())
             return items
-        special = _SPECIAL.get(cls)
-        if special is not None:
-            return special(self, cls, ref)
-        constants = layouts.ENUMS.get(cls)
-        if constants is not None:
-            ordinal = self.input.length("enum ordinal") - 1
-            if not 0 <= ordinal < len(constants):
-                raise KryoFormatError(f"enum {cls} has no constant number {ordinal}")
-            return JavaEnum(cls, constants[ordinal])
-        if cls in layouts.ARRAYS:
-            return self._object_array(cls, ref)
-        raise self._unknown(cls)
+        read = SERIALIZER_READERS.get(serializer) if serializer is not None else None
+        if read is None:
+            raise self._unknown(cls)
+        return read(self, cls, ref)
 
     def _unknown(self, cls: str) -> UnknownClassError:
         if cls in _NEWER_HIVE_CLASSES or cls.startswith("org.apache.hive.com.esotericsoftware"):
             return UnknownClassError(f"class {cls} is written by a newer Hive than 2.3 (or a differently shaded "
-                                     "Kryo); this decoder reads what Hive 2.3.10 writes")
+                                     f"Kryo); this decoder reads what {self.label} writes")
         if cls.startswith("org.apache.hadoop.hive.ql.plan.ExprNode"):
             return UnknownClassError(f"expression node class {cls} is not one this decoder reads (it reads columns, "
                                      "constants, struct fields and functions; not Tez's runtime values)")
         if cls.startswith("org.apache.hadoop.hive.ql.udf."):
             return UnknownClassError(f"function class {cls} is not one this decoder knows (its fields are "
-                                     "not in the layouts of the functions Hive 2.3.10 commonly pushes)")
-        return UnknownClassError(f"class {cls} is not part of a filter Hive 2.3.10 writes")
+                                     f"not in the layouts of the functions {self.label} commonly pushes)")
+        return UnknownClassError(f"class {cls} is not part of a filter {self.label} writes")
+
+    def _enum(self, cls: str, ref: int) -> JavaEnum:
+        constants = self.release.enums.get(cls)
+        if constants is None:
+            raise self._unknown(cls)
+        ordinal = self.input.length("enum ordinal") - 1
+        if not 0 <= ordinal < len(constants):
+            raise KryoFormatError(f"enum {cls} has no constant number {ordinal}")
+        return JavaEnum(cls, constants[ordinal])
 
     def _arrays_as_list(self, cls: str, ref: int) -> list[Any]:
         count = self.input.length("list size")
@@ -240,6 +258,9 @@ class GraphReader:
         return [self.read_class_and_object() for _ in range(count)]
 
     def _object_array(self, cls: str, ref: int) -> list[Any] | None:
+        final = self.release.arrays.get(cls)
+        if final is None:
+            raise self._unknown(cls)
         count = self.input.length("array length")
         if count == 0:
             return None
@@ -248,7 +269,7 @@ class GraphReader:
         self.refs[ref] = items
         element = cls[2:-1]
         for _ in range(count - 1):
-            if layouts.ARRAYS[cls]:
+            if final:
                 items.append(self.read_object(element, may_be_null=True))
             else:
                 items.append(self.read_class_and_object())
@@ -276,20 +297,34 @@ class GraphReader:
             raise KryoFormatError("a string written as a non-null reference holds null")
         return value
 
-    def _date(self, cls: str, ref: int) -> JavaInstant:
-        if self.flavor == "hive":  # SerializationUtilities.SqlDateSerializer
-            return JavaInstant(cls, self.input.fixed_long(), 0)
-        millis = self.input.varlong()  # Kryo's DateSerializer: writeLong(getTime(), true)
-        return JavaInstant(cls, millis, 0)
+    def _hive_date(self, cls: str, ref: int) -> JavaInstant:
+        """Hive's ``SqlDateSerializer``: ``writeLong(getTime())``, 8 fixed bytes."""
+        if cls != "java.sql.Date":
+            raise self._unknown(cls)
+        return JavaInstant(cls, self.input.fixed_long(), 0)
 
-    def _timestamp(self, cls: str, ref: int) -> JavaInstant:
-        if self.flavor == "plain":  # Kryo's DateSerializer: new Timestamp(millis) keeps the milliseconds only
-            millis = self.input.varlong()
-            return JavaInstant(cls, millis, millis % 1000 * 1_000_000)
-        millis, nanos = self.input.fixed_long(), self.input.fixed_int()  # Hive's TimestampSerializer
+    def _hive_timestamp(self, cls: str, ref: int) -> JavaInstant:
+        """Hive's ``TimestampSerializer``: ``writeLong(getTime())`` then ``writeInt(getNanos())``, fixed bytes."""
+        if cls != "java.sql.Timestamp":
+            raise self._unknown(cls)
+        millis, nanos = self.input.fixed_long(), self.input.fixed_int()
         if not 0 <= nanos <= 999_999_999 or millis % 1000 != nanos // 1_000_000:
             raise KryoFormatError(f"timestamp millis {millis} and nanos {nanos} disagree")
         return JavaInstant(cls, millis, nanos)
+
+    def _kryo_date(self, cls: str, ref: int) -> JavaInstant:
+        """Kryo's ``DateSerializer``: ``writeLong(getTime(), true)``; ``new Timestamp(millis)`` keeps millis only."""
+        millis = self.input.varlong()
+        if cls == "java.sql.Timestamp":
+            return JavaInstant(cls, millis, millis % 1000 * 1_000_000)
+        if cls != "java.sql.Date":
+            raise self._unknown(cls)
+        return JavaInstant(cls, millis, 0)
+
+
+def _read_inline(reader: GraphReader, cls: str, ref: int) -> Any:
+    """Serializers :meth:`GraphReader._read_value` reads itself; reaching here means a class they do not cover."""
+    raise reader._unknown(cls)
 
 
 def _boxed(read: Callable[[KryoInput], Any]) -> Callable[[GraphReader, str, int], Any]:
@@ -306,19 +341,26 @@ _PRIMITIVE_FIELDS: dict[str, Callable[[KryoInput], Any]] = {
     "float": KryoInput.float32,
     "double": KryoInput.float64,
 }
-_SPECIAL: dict[str, Callable[[GraphReader, str, int], Any]] = {
-    "java.lang.String": GraphReader._string,
-    "java.lang.Integer": _boxed(lambda i: i.varint(zigzag=True)),
-    "java.lang.Long": _boxed(lambda i: i.varlong(zigzag=True)),
-    "java.lang.Boolean": _boxed(KryoInput.boolean),
-    "java.lang.Byte": _boxed(KryoInput.signed_byte),
-    "java.lang.Short": _boxed(KryoInput.short),
-    "java.lang.Character": _boxed(lambda i: chr(i.char())),
-    "java.lang.Float": _boxed(KryoInput.float32),
-    "java.lang.Double": _boxed(KryoInput.float64),
-    "java.util.Arrays$ArrayList": GraphReader._arrays_as_list,
-    "java.sql.Date": GraphReader._date,
-    "java.sql.Timestamp": GraphReader._timestamp,
-    "[B": GraphReader._bytes,
-    "[J": GraphReader._longs,
+#: Serializer class (as the release tables name it) -> its reader. ``FieldSerializer`` and ``CollectionSerializer``
+#: (ArrayList) are read inline in :meth:`GraphReader._read_value`; a serializer missing here is refused.
+SERIALIZER_READERS: dict[str, Callable[[GraphReader, str, int], Any]] = {
+    "FieldSerializer": _read_inline,
+    "CollectionSerializer": _read_inline,  # java.util.ArrayList only
+    "DefaultSerializers$StringSerializer": GraphReader._string,
+    "DefaultSerializers$IntSerializer": _boxed(lambda i: i.varint(zigzag=True)),
+    "DefaultSerializers$LongSerializer": _boxed(lambda i: i.varlong(zigzag=True)),
+    "DefaultSerializers$BooleanSerializer": _boxed(KryoInput.boolean),
+    "DefaultSerializers$ByteSerializer": _boxed(KryoInput.signed_byte),
+    "DefaultSerializers$ShortSerializer": _boxed(KryoInput.short),
+    "DefaultSerializers$CharSerializer": _boxed(lambda i: chr(i.char())),
+    "DefaultSerializers$FloatSerializer": _boxed(KryoInput.float32),
+    "DefaultSerializers$DoubleSerializer": _boxed(KryoInput.float64),
+    "DefaultSerializers$EnumSerializer": GraphReader._enum,
+    "DefaultSerializers$DateSerializer": GraphReader._kryo_date,
+    "DefaultArraySerializers$ByteArraySerializer": GraphReader._bytes,
+    "DefaultArraySerializers$LongArraySerializer": GraphReader._longs,
+    "DefaultArraySerializers$ObjectArraySerializer": GraphReader._object_array,
+    "SerializationUtilities$ArraysAsListSerializer": GraphReader._arrays_as_list,
+    "SerializationUtilities$SqlDateSerializer": GraphReader._hive_date,
+    "SerializationUtilities$TimestampSerializer": GraphReader._hive_timestamp,
 }

@@ -34,6 +34,8 @@ _UDF = "org.apache.hadoop.hive.ql.udf.generic."
 _TYPEINFO = "org.apache.hadoop.hive.serde2.typeinfo."
 _TYPE = "org.apache.hadoop.hive.common.type."
 _MODEL_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
+#: String fields naming a UDF or its operator (``udfName`` of trim and GenericUDFBridge, ``opName`` of comparisons).
+_NAME_FIELDS = ("udfName", "udfClassName", "opName", "opDisplayName")
 
 #: UDF class (without package) -> the function name in Hive's registry (operators by their symbol).
 UDF_NAMES = {
@@ -86,7 +88,7 @@ def _node(value: Any, zone: dt.tzinfo, where: str) -> Expr:
         of = _node(value["desc"], zone, f"the struct of field {name!r}")
         return Call(OPAQUE, (Constant(f"{to_hiveql(of)}.`{name.replace('`', '``')}`", HiveType("string")),
                              *_columns((of,))))
-    raise KryoFormatError(f"{where} is a {cls}, which Hive 2.3.10 does not put in a pushed filter")
+    raise KryoFormatError(f"{where} is a {cls}, which Hive 2.3 does not put in a pushed filter")
 
 
 def _function(value: JavaObject) -> tuple[str, list[Any]]:
@@ -98,6 +100,12 @@ def _function(value: JavaObject) -> tuple[str, list[Any]]:
     if not isinstance(children, list):
         raise KryoFormatError(f"the arguments of {udf.cls} are a {class_of(children)}, not a list")
     short = udf.cls[len(_UDF):]
+    for field in _NAME_FIELDS:
+        text = udf.fields.get(field)
+        if text is not None and (not isinstance(text, str) or not text.isprintable()):
+            # Hive sets these from constants in its source or names in its registry: never control characters.
+            # A Kryo layout one field off (another release's) shifts a byte into them.
+            raise KryoFormatError(f"function class {udf.cls} holds the impossible {field} {text!r}")
     if short == "GenericUDFBridge":
         name = udf["udfName"]
         if not isinstance(name, str) or not name:

@@ -24,7 +24,7 @@ MILLIS_PER_DAY = 86_400_000
 #: ``GregorianCalendar.DEFAULT_GREGORIAN_CUTOVER``: 1582-10-15T00:00Z; Java compares it with *local* milliseconds.
 GREGORIAN_CUTOVER_MILLIS = -12_219_292_800_000
 _EPOCH_JDN = 2_440_588  # Julian day number of 1970-01-01
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 
 
@@ -36,7 +36,7 @@ class JavaTimeError(FilterError):
 def time_zone(name: str) -> dt.tzinfo:
     """The zone for ``name`` (an IANA name such as ``America/Los_Angeles``, or ``UTC``)."""
     if name.upper() in ("UTC", "Z", "GMT"):
-        return dt.timezone.utc
+        return dt.UTC
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
@@ -44,7 +44,7 @@ def time_zone(name: str) -> dt.tzinfo:
 
 
 def _offset_millis(millis: int, zone: dt.tzinfo) -> int:
-    if zone is dt.timezone.utc:
+    if zone is dt.UTC:
         return 0
     try:
         instant = _EPOCH + dt.timedelta(milliseconds=millis)

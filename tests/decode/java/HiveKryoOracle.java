@@ -1,6 +1,8 @@
-// Reference oracle for tests/decode/test_kryo_*.py: Hive 2.3.10's own serialization and reading of pushed filters.
+// Reference oracle for tests/decode/test_kryo_*.py: a Hive release's own serialization and reading of pushed
+// filters -- the release whose jars are on the classpath (tests/hive_releases.py: 2.3.10 from the running pyspark,
+// 2.3.9 from pyspark 3.5's wheel). It compiles against each unchanged.
 //
-// One JVM serves a whole test run; requests are stdin lines, each answered by exactly one stdout line.
+// One JVM per release serves a whole test run; requests are stdin lines, each answered by exactly one stdout line.
 //
 //   E <tree>   Build the expression with Hive's classes (ExprNodeGenericFuncDesc.newInstance initializes every UDF,
 //              as Hive's planner does), write it with SerializationUtilities.serializeExpression (what Hive puts in

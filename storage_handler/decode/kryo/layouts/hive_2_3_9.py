@@ -1,18 +1,32 @@
-"""Kryo layouts of the classes Hive 2.3.10 writes in a pushed filter, as the pyspark wheel's jars define them.
+"""Kryo layouts of the classes Hive 2.3.9 writes in a pushed filter, as its jars define them.
 
-GENERATED -- do not edit. ``python -m tests.decode.kryo_oracle`` rewrites this file from what Kryo's own
-``FieldSerializer`` reports for each class (``tests/decode/java/HiveKryoOracle.java``, request ``L``), after
-serializing a broad set of filters with Hive's ``SerializationUtilities`` and Spark's plain ``new Kryo()``;
-``tests/decode/test_kryo_layouts.py`` fails whenever the jars say something else.
+Jars: hadoop-client-api-3.3.4.jar, hive-exec-2.3.9-core.jar, hive-serde-2.3.9.jar, hive-storage-api-2.8.1.jar, kryo-shaded-4.0.2.jar.
 
-Kryo's bytes carry no field names or lengths: a reader must know, per class, which fields are written in which
-order and how. ``FIELDS`` lists them in Kryo's order (sorted by name, transient and static fields left out); each
-field's kind is a primitive type name, ``""`` for a field written with its class first (declared type not final),
-or the final class whose serializer writes it without one.
+GENERATED -- do not edit. ``python -m tests.decode.kryo_oracle 2.3.9`` rewrites this file from what Kryo reports
+for each class when ``tests/decode/java/HiveKryoOracle.java`` (request ``L``) runs on these jars, after serializing a
+broad set of filters with Hive's ``SerializationUtilities`` and Spark's plain ``new Kryo()``;
+``tests/decode/test_kryo_layouts.py`` fails whenever the jars say something else. The tables are explained in
+:mod:`storage_handler.decode.kryo.layouts`.
+
+What differs from the other supported releases (computed from their tables when this one was generated):
+
+* against Hive 2.3.10: 1 difference
+  ``FIELDS['org.apache.hadoop.io.Text']``: here (bytes, length), in Hive 2.3.10 (bytes, length, textLength).
+  Why: Hadoop's class (``hadoop-client-api``), not Hive's: Hadoop 3.5.0 (the pyspark 4.3 wheel, with Hive
+  2.3.10) adds a ``textLength`` field that Hadoop 3.3.4 (the pyspark 3.5 wheel, with Hive 2.3.9) does not
+  have. Filters hold a Text where an initialized UDF keeps one: the constant string ObjectInspectors of
+  BETWEEN over string/varchar/char, and trim's result. So what decides this layout is the Hadoop version the
+  writing Hive runs with.
+
+Compared by hand as well (``javap -c -p``): hive-exec's ``SerializationUtilities`` -- its class registrations
+(ids 10-31) and its ``java.sql.Date``, ``java.sql.Timestamp`` and ``Arrays.asList`` serializers -- is the same
+bytecode in hive-exec 2.3.9 and 2.3.10, and Kryo 4.0.2 and 4.0.3 write these classes alike.
 """
 
 from __future__ import annotations
 
+VERSION = "2.3.9"
+JARS: tuple[str, ...] = ("hadoop-client-api-3.3.4.jar", "hive-exec-2.3.9-core.jar", "hive-serde-2.3.9.jar", "hive-storage-api-2.8.1.jar", "kryo-shaded-4.0.2.jar",)
 #: Class ids registered by Hive's SerializationUtilities.
 HIVE_REGISTERED: dict[int, str] = {
     0: "java.lang.Integer",
@@ -49,7 +63,7 @@ HIVE_REGISTERED: dict[int, str] = {
     31: "org.apache.commons.lang3.tuple.Pair",
 }
 #: Class ids registered by a plain new Kryo() (Spark's toKryo).
-KRYO_REGISTERED: dict[int, str] = {
+PLAIN_REGISTERED: dict[int, str] = {
     0: "java.lang.Integer",
     1: "java.lang.String",
     2: "java.lang.Float",
@@ -60,6 +74,147 @@ KRYO_REGISTERED: dict[int, str] = {
     7: "java.lang.Long",
     8: "java.lang.Double",
     9: "java.lang.Void",
+}
+#: The serializer Hive's Kryo uses for each class a filter holds (Kryo's or Hive's class name).
+HIVE_SERIALIZERS: dict[str, str] = {
+    "[B": "DefaultArraySerializers$ByteArraySerializer",
+    "[J": "DefaultArraySerializers$LongArraySerializer",
+    "[Lorg.apache.hadoop.hive.serde2.objectinspector.ObjectInspector;": "DefaultArraySerializers$ObjectArraySerializer",
+    "java.lang.Boolean": "DefaultSerializers$BooleanSerializer",
+    "java.lang.Byte": "DefaultSerializers$ByteSerializer",
+    "java.lang.Character": "DefaultSerializers$CharSerializer",
+    "java.lang.Double": "DefaultSerializers$DoubleSerializer",
+    "java.lang.Float": "DefaultSerializers$FloatSerializer",
+    "java.lang.Integer": "DefaultSerializers$IntSerializer",
+    "java.lang.Long": "DefaultSerializers$LongSerializer",
+    "java.lang.Short": "DefaultSerializers$ShortSerializer",
+    "java.lang.String": "DefaultSerializers$StringSerializer",
+    "java.sql.Date": "SerializationUtilities$SqlDateSerializer",
+    "java.sql.Timestamp": "SerializationUtilities$TimestampSerializer",
+    "java.util.ArrayList": "CollectionSerializer",
+    "java.util.Arrays$ArrayList": "SerializationUtilities$ArraysAsListSerializer",
+    "org.apache.hadoop.hive.common.type.HiveChar": "FieldSerializer",
+    "org.apache.hadoop.hive.common.type.HiveDecimal": "FieldSerializer",
+    "org.apache.hadoop.hive.common.type.HiveIntervalDayTime": "FieldSerializer",
+    "org.apache.hadoop.hive.common.type.HiveIntervalYearMonth": "FieldSerializer",
+    "org.apache.hadoop.hive.common.type.HiveVarchar": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.plan.ExprNodeColumnDesc": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.plan.ExprNodeConstantDesc": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.plan.ExprNodeFieldDesc": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.plan.ExprNodeGenericFuncDesc": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFAbs": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFBaseCompare$CompareType": "DefaultSerializers$EnumSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFBetween": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFBridge": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFCoalesce": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFConcat": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFDate": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFIf": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFIn": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFIndex": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFLength": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFLower": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFNvl": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPAnd": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPDivide": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPEqual": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPEqualNS": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPEqualOrGreaterThan": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPEqualOrLessThan": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPGreaterThan": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPLessThan": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPMinus": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPMod": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPMultiply": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPNegative": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPNot": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPNotEqual": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPNotNull": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPNull": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPNumericMinus": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPNumericPlus": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPOr": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFOPPlus": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFRegExp": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFSize": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFTimestamp": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFToDate": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFTrim": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFUpper": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.udf.generic.GenericUDFWhen": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.ByteWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.DateWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.DoubleWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.HiveCharWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.HiveDecimalWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.HiveIntervalDayTimeWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.HiveIntervalYearMonthWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.HiveVarcharWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.ShortWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.TimestampWritable": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableBooleanObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableByteObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantBooleanObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantByteObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantDateObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantDoubleObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantFloatObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantHiveCharObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantHiveDecimalObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantHiveVarcharObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantIntObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantLongObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantShortObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantStringObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableConstantTimestampObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableDateObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableDoubleObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableFloatObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableHiveCharObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableHiveDecimalObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableHiveVarcharObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableIntObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableLongObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableShortObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableStringObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.objectinspector.primitive.WritableTimestampObjectInspector": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.typeinfo.CharTypeInfo": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.typeinfo.DecimalTypeInfo": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.typeinfo.ListTypeInfo": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.typeinfo.MapTypeInfo": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.typeinfo.PrimitiveTypeInfo": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.typeinfo.StructTypeInfo": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.typeinfo.VarcharTypeInfo": "FieldSerializer",
+    "org.apache.hadoop.io.BooleanWritable": "FieldSerializer",
+    "org.apache.hadoop.io.FloatWritable": "FieldSerializer",
+    "org.apache.hadoop.io.IntWritable": "FieldSerializer",
+    "org.apache.hadoop.io.LongWritable": "FieldSerializer",
+    "org.apache.hadoop.io.Text": "FieldSerializer",
+}
+#: The serializer a plain new Kryo() uses for each class a filter holds (Kryo's or Hive's class name).
+PLAIN_SERIALIZERS: dict[str, str] = {
+    "[B": "DefaultArraySerializers$ByteArraySerializer",
+    "[J": "DefaultArraySerializers$LongArraySerializer",
+    "java.lang.Boolean": "DefaultSerializers$BooleanSerializer",
+    "java.lang.Byte": "DefaultSerializers$ByteSerializer",
+    "java.lang.Character": "DefaultSerializers$CharSerializer",
+    "java.lang.Double": "DefaultSerializers$DoubleSerializer",
+    "java.lang.Float": "DefaultSerializers$FloatSerializer",
+    "java.lang.Integer": "DefaultSerializers$IntSerializer",
+    "java.lang.Long": "DefaultSerializers$LongSerializer",
+    "java.lang.Short": "DefaultSerializers$ShortSerializer",
+    "java.lang.String": "DefaultSerializers$StringSerializer",
+    "java.sql.Date": "DefaultSerializers$DateSerializer",
+    "java.sql.Timestamp": "DefaultSerializers$DateSerializer",
+    "java.util.ArrayList": "CollectionSerializer",
+    "org.apache.hadoop.hive.ql.io.sarg.ExpressionTree": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.io.sarg.ExpressionTree$Operator": "DefaultSerializers$EnumSerializer",
+    "org.apache.hadoop.hive.ql.io.sarg.PredicateLeaf$Operator": "DefaultSerializers$EnumSerializer",
+    "org.apache.hadoop.hive.ql.io.sarg.PredicateLeaf$Type": "DefaultSerializers$EnumSerializer",
+    "org.apache.hadoop.hive.ql.io.sarg.SearchArgument$TruthValue": "DefaultSerializers$EnumSerializer",
+    "org.apache.hadoop.hive.ql.io.sarg.SearchArgumentImpl": "FieldSerializer",
+    "org.apache.hadoop.hive.ql.io.sarg.SearchArgumentImpl$PredicateLeafImpl": "FieldSerializer",
+    "org.apache.hadoop.hive.serde2.io.HiveDecimalWritable": "FieldSerializer",
 }
 #: FieldSerializer classes: (field name, kind) in the order Kryo writes them.
 FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -161,7 +316,7 @@ FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "org.apache.hadoop.io.FloatWritable": (("value", "float"),),
     "org.apache.hadoop.io.IntWritable": (("value", "int"),),
     "org.apache.hadoop.io.LongWritable": (("value", "long"),),
-    "org.apache.hadoop.io.Text": (("bytes", "[B"), ("length", "int"), ("textLength", "int"),),
+    "org.apache.hadoop.io.Text": (("bytes", "[B"), ("length", "int"),),
 }
 #: Enum classes: constant names by ordinal.
 ENUMS: dict[str, tuple[str, ...]] = {
