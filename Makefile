@@ -1,17 +1,51 @@
 # Two commands set everything up on a fresh machine: `make demo` and `make test`.
-# Both create .venv (if missing), install the project into it, and need only Python >= 3.10, Java 17 and make.
+# Both create .venv (if missing), install the project into it, and need only Python >= 3.11, Java 17 and make.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.hsh-installed
 
-.PHONY: demo test lint check-java clean test-docker
+# Every other supported Spark line gets its own virtualenv, created once and cached (see README, "Spark lines"):
+# that line's newest pyspark is installed first, then the project on top of it, which must leave it in place.
+# 3.5 is also the low end of the pyarrow/numpy range (a numpy-1 environment, as Spark 3.5 clusters have).
+VENVS        ?= .venvs
+COMPAT_LINES := 3.5 4.0 4.1 4.2
+COMPAT_PINS_3.5 := pyspark==3.5.9 pyarrow==14.0.2 numpy==1.23.5
+COMPAT_PINS_4.0 := pyspark==4.0.5
+COMPAT_PINS_4.1 := pyspark==4.1.4
+COMPAT_PINS_4.2 := pyspark==4.2.1
+COMPAT_STAMPS   := $(foreach l,$(COMPAT_LINES),$(VENVS)/pyspark-$(l)/.hsh-installed)
+# what runs in each line's environment: the compatibility suite; on the low end also the pyarrow-heavy units
+COMPAT_TESTS     := tests/compat
+COMPAT_TESTS_3.5 := tests/compat tests/stats tests/pruning tests/storage tests/catalog tests/test_no_false_negatives_e2e.py
+
+.PHONY: demo test test-fast compat lint check-java clean test-docker
 
 demo: check-java $(STAMP)
 	$(BIN)/hsh demo
 
-test: check-java $(STAMP) lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+# The whole truth, as CI runs it: lint, the full suite on the default line, then every other line's suite.
+test: check-java $(STAMP) lint compat
+	$(BIN)/python -m pytest --durations=25 $(PYTEST_ARGS)
+	@for line in $(COMPAT_LINES); do \
+	  tests="$(COMPAT_TESTS)"; [ "$$line" = 3.5 ] && tests="$(COMPAT_TESTS_3.5)"; \
+	  echo "== pyspark $$line: $$tests"; \
+	  HSH_EXPECT_PYSPARK=$$line HYPOTHESIS_PROFILE=fast $(VENVS)/pyspark-$$line/bin/python -m pytest -q \
+	    -p no:cacheprovider $$tests || exit 1; \
+	done
+
+# Seconds, not minutes: no JVM (tests that start one are marked `jvm` by their fixtures), fewer examples.
+test-fast: $(STAMP)
+	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -q -m "not jvm and not docker" $(PYTEST_ARGS)
+
+compat: $(COMPAT_STAMPS)
+
+$(VENVS)/pyspark-%/.hsh-installed: pyproject.toml
+	@test -x $(VENVS)/pyspark-$*/bin/python || $(PYTHON) -m venv $(VENVS)/pyspark-$*
+	$(VENVS)/pyspark-$*/bin/python -m pip install --quiet --upgrade pip
+	$(VENVS)/pyspark-$*/bin/python -m pip install --quiet $(COMPAT_PINS_$*)
+	$(VENVS)/pyspark-$*/bin/python -m pip install --quiet -e '.[spark,test]' --config-settings editable_mode=compat
+	@touch $@
 
 lint: $(STAMP)
 	$(BIN)/ruff check storage_handler metastore tests benchmarks pyspark_hsh.py
@@ -26,7 +60,7 @@ check-java:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install --quiet -e '.[spark,test]' --config-settings editable_mode=compat
 	@touch $@
 
 # Real Apache Hive 4 (metastore + HiveServer2 + Postgres) in Docker; only where a Docker engine exists.
@@ -43,4 +77,4 @@ test-docker: check-java $(STAMP)
 	  status=$$?; HSH_WAREHOUSE=$(DOCKER_WAREHOUSE) docker compose down -v; exit $$status
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(VENVS) .pytest_cache .hypothesis build *.egg-info

@@ -95,7 +95,7 @@ def machine_info(
         pass
     commit = commit_label()
     return {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": os.cpu_count(), "cpu": cpu, "memory_gb": mem_gb,
         "python": platform.python_version(), "pyspark": pyspark.__version__, "pyarrow": pyarrow.__version__,
         "spark_master": "local[2]", "git_commit": commit,

@@ -17,7 +17,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,26 +26,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from storage_handler.errors import JavaNotFoundError, MetastoreUnavailableError, ProcessError
-from storage_handler.home import spark_home as spark_home  # re-exported: where callers have found them
-from storage_handler.home import state_home as state_home
+from storage_handler.errors import MetastoreUnavailableError, ProcessError
+from storage_handler.home import spark_home, spark_jars, spark_version, state_home
+from storage_handler.toolchain import compile_java, find_java
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
-
-
-def find_java() -> str:
-    """Path of a ``java`` executable ($JAVA_HOME first, then PATH), or a one-line error saying what to install."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    found = shutil.which("java")
-    if not found:
-        raise JavaNotFoundError(
-            "Java 17 is required (the metastore and Spark are JVM programs) but no `java` was found on PATH or in "
-            "$JAVA_HOME; install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) and retry"
-        )
-    return found
 
 
 def free_port() -> int:
@@ -228,7 +213,8 @@ rootLogger.appenderRef.console.ref = console
 
 
 class LocalMetastore(LocalService):
-    """Hive Metastore 2.3.10 (from the wheel's jars), Derby-backed, Thrift on the given port."""
+    """Hive Metastore 2.3 from the Spark in use (2.3.9 in Spark 3.5, 2.3.10 in 4.x), Derby-backed, Thrift on the
+    given port."""
 
     name = "metastore"
 
@@ -239,7 +225,7 @@ class LocalMetastore(LocalService):
         log_config.write_text(_LOG4J2)
         extra_classpath, main = self._main_class(port)
         return [
-            find_java(), "-Xmx1g", "-cp", f"{spark_home() / 'jars'}/*{extra_classpath}",
+            find_java(), "-Xmx1g", "-cp", f"{spark_jars()}/*{extra_classpath}",
             f"-Dlog4j.configurationFile={log_config}",
             "-Dhive.async.log.enabled=false",
             "-Ddatanucleus.schema.autoCreateAll=true",
@@ -254,7 +240,7 @@ class LocalMetastore(LocalService):
 
     def _main_class(self, port: int) -> tuple[str, list[str]]:
         """Our loopback-only launcher when it can be compiled; otherwise Hive's main, which binds every interface."""
-        classes = compile_launcher(self.folder / "classes")
+        classes = compile_launcher()
         if classes is None:
             log.warning("no javac: the embedded metastore falls back to Hive's launcher, which listens on every "
                         "interface; install a JDK to keep it on 127.0.0.1")
@@ -278,12 +264,13 @@ class LocalMetastore(LocalService):
             return False
 
 
-def compile_launcher(target_root: Path) -> Path | None:
-    """Compile ``java/*.java`` (the launcher and its object-store folders) under ``target_root`` (once per source
-    version); None without javac."""
-    from storage_handler.spark.jvm import compile_java
-
-    return compile_java(sorted(Path(__file__).with_name("java").glob("*.java")), target_root)
+def compile_launcher() -> Path | None:
+    """Compile ``java/*.java`` (the launcher and its object-store folders) against the Spark in use, once per
+    source and Spark version (:mod:`storage_handler.toolchain`); None without javac."""
+    version = spark_version()
+    return compile_java(f"metastore-launcher-spark{version.spark}",
+                        sorted(Path(__file__).with_name("java").glob("*.java")), f"{spark_jars()}/*",
+                        key=f"spark {version.spark} scala {version.scala}")
 
 
 class LocalThriftServer(LocalService):

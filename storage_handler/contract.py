@@ -44,6 +44,15 @@ TABLE: tuple[str, ...] = tuple(_DATA["table"])
 ANSWER: tuple[str, ...] = tuple(_DATA["answer"])
 FILE_ROW: tuple[str, ...] = tuple(_DATA["file_row"])
 METRICS: tuple[str, ...] = tuple(_DATA["metrics"])
+_FILTERS: dict[str, Any] = _DATA["filters"]
+FILTER_OP: str = _FILTERS["op_field"]
+VALUE_TAG: str = _FILTERS["tag_field"]
+#: each filter operation's fields, in the contract's order (``EqualTo`` -> ``("attribute", "value")``)
+FILTER_FIELDS: dict[str, tuple[str, ...]] = {
+    op: tuple(_FILTERS["shapes"][shape]) for op, shape in _FILTERS["ops"].items()
+}
+#: each value tag's fields (``int`` -> ``("v",)``)
+VALUE_FIELDS: dict[str, tuple[str, ...]] = {tag: tuple(fields) for tag, fields in _FILTERS["values"].items()}
 
 
 def require(message: Mapping[str, Any], fields: Sequence[str], what: str) -> None:

@@ -19,6 +19,10 @@ class JavaNotFoundError(ConfigurationError):
     """No usable ``java`` executable: the embedded metastore and Spark need Java 17."""
 
 
+class UnsupportedSparkError(ConfigurationError):
+    """The Spark (or pyspark) in use lacks an API a feature needs; the message names the version and the feature."""
+
+
 class MetastoreError(StorageHandlerError):
     """The Hive Metastore refused a call or could not be reached."""
 

@@ -18,6 +18,21 @@ from tests import s3 as s3_support
 
 s3_support.configure_environment()  # before any Spark JVM or subprocess starts: they inherit it
 
+#: fixtures that start a JVM (the metastore, Spark, the Thrift server, Hive's own classes as oracles, the secured
+#: services): a test that uses one, directly or through another fixture, is marked ``jvm`` at collection, so
+#: ``make test-fast`` (``-m "not jvm"``) leaves it out without anyone marking tests by hand. A test that starts a
+#: JVM some other way (an ``hsh`` command on the embedded metastore) says ``@pytest.mark.jvm`` itself.
+JVM_FIXTURES = frozenset({
+    "metastore_uri", "spark", "hiveserver2", "oracle_pool", "hive_oracle", "realm", "secured_metastore",
+    "plain_metastore", "kerberized_thriftserver", "cluster",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.jvm)
+
 
 @pytest.fixture(scope="session")
 def hsh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

@@ -27,6 +27,7 @@ from storage_handler.sarg import LeafType, SearchArgument, SearchArgumentFactory
 from storage_handler.sarg.literals import check_literal
 from storage_handler.types import HiveType, arrow_to_hive
 from tests.pruning.helpers import add_leaf, trees
+from tests.pyarrow_compat import writer_options
 
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_DATE = dt.date(1970, 1, 1)
@@ -116,11 +117,11 @@ class ParquetFile:
         coerce = self.coerce
         if coerce is None and self.version != "2.6":
             coerce = "us"  # older format versions have no nanoseconds: truncate explicitly rather than fail
-        return {
-            "row_group_size": self.row_group_size, "version": self.version,
-            "use_deprecated_int96_timestamps": self.int96, "coerce_timestamps": coerce,
-            "allow_truncated_timestamps": True, "store_decimal_as_integer": self.decimal_as_int,
-        }
+        return writer_options(
+            row_group_size=self.row_group_size, version=self.version,
+            use_deprecated_int96_timestamps=self.int96, coerce_timestamps=coerce,
+            allow_truncated_timestamps=True, store_decimal_as_integer=self.decimal_as_int,
+        )
 
 
 @dataclass(frozen=True)

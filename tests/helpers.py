@@ -36,3 +36,9 @@ def folder_partitions(location: str | Path, keys: Sequence[str]) -> StaticPartit
         name = partition_path(list(zip(keys, values, strict=True)))
         seen.setdefault(name, Partition(name, values, f"{root}/{folder}"))
     return StaticPartitions(tuple(seen.values()))
+
+
+def examples(n: int) -> int:
+    """Hypothesis examples for a property test: ``n``, or a tenth of it (at least 5) under ``make test-fast`` and in
+    the per-line compatibility runs (``HYPOTHESIS_PROFILE=fast``). ``make test`` runs the full counts."""
+    return max(5, n // 10) if os.environ.get("HYPOTHESIS_PROFILE") == "fast" else n

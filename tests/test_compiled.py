@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from storage_handler.compiled import copy_strings, native_library
+from storage_handler.compiled import copy_strings
+from storage_handler.toolchain import native_library
 
 FAKE_COMPILER = """#!/bin/sh
 echo run >> "{log}"
@@ -24,7 +25,7 @@ echo binary > "$2"
 
 @pytest.fixture
 def compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
-    monkeypatch.setenv("HSH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HSH_CACHE", str(tmp_path / "cache"))
     log, fail = tmp_path / "runs.log", tmp_path / "fail"
     script = tmp_path / "cc"
     script.write_text(FAKE_COMPILER.format(log=log, fail=fail))
@@ -56,7 +57,7 @@ def test_a_failed_build_is_remembered_until_its_marker_is_removed(compiler: tupl
     with pytest.raises(OSError, match="remembered in .*failed; delete it to try again"):
         native_library("x", [tmp_path / "x.c"], str(script), [])
     assert runs(log) == 1  # the second process did not compile again
-    markers = list((Path(os.environ["HSH_HOME"]) / "native").glob("*.failed"))
+    markers = list((Path(os.environ["HSH_CACHE"]) / "native").glob("*.failed"))
     assert len(markers) == 1
     fail.unlink()
     markers[0].unlink()

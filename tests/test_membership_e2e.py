@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from storage_handler.stats.bloom import MEMBERSHIP_TYPES
 from storage_handler.stats.membership_spec import MembershipSpec
 from tests.e2e_strategies import Scenario, scenarios
+from tests.helpers import examples
 from tests.test_no_false_negatives_e2e import run_scenario
 
 
@@ -31,7 +32,7 @@ def with_membership(draw: st.DrawFn) -> tuple[Scenario, MembershipSpec]:
     return sc, spec
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=examples(100), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(with_membership())
 def test_every_file_with_a_matching_row_is_kept_with_filters(case: tuple[Scenario, MembershipSpec]) -> None:

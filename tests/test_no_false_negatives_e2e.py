@@ -71,7 +71,7 @@ from tests.e2e_strategies import (
     literal_pool,
     scenarios,
 )
-from tests.helpers import folder_partitions
+from tests.helpers import examples, folder_partitions
 
 TV = TruthValue
 PARTITION = "p"
@@ -308,7 +308,7 @@ def false_negative_report(root: Path, location: str, sc: Scenario, rel: str, row
     )
 
 
-@settings(max_examples=250, deadline=None,
+@settings(max_examples=examples(250), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(scenarios())
 def test_every_file_with_a_matching_row_is_kept(sc: Scenario) -> None:

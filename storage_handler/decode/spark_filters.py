@@ -1,6 +1,6 @@
-"""Spark Python data-source filters (``pyspark.sql.datasource``) -> expression model + SearchArgument.
+"""Spark's data-source filters (:mod:`storage_handler.decode.filters`) -> expression model + SearchArgument.
 
-``DataSourceReader.pushFilters`` receives a list of AND-ed filters. Each one becomes a conjunct:
+A scan receives a list of AND-ed filters. Each one becomes a conjunct:
 
 =======================================  =========================================================
 ``EqualTo(a, v)``                        ``a = v``
@@ -11,7 +11,7 @@
 ``In(a, (v, ...))``                      ``a IN (v, ...)``
 ``IsNull(a)`` / ``IsNotNull(a)``         ``a IS NULL`` / ``a IS NOT NULL``
 ``Not(f)``                               ``NOT f``
-``And(l, r)`` / ``Or(l, r)``             ``l AND r`` / ``l OR r`` (this module's; Spark's Python API has none)
+``And(l, r)`` / ``Or(l, r)``             ``l AND r`` / ``l OR r`` (the JVM side sends them)
 ``StringStartsWith(a, p)``               ``a LIKE 'p%' AND a >= 'p' AND a < 'q'`` (see below)
 ``StringEndsWith`` / ``StringContains``  ``a LIKE '%p'`` / ``a LIKE '%p%'`` (never pushed)
 =======================================  =========================================================
@@ -37,8 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import datasource as ds
-
+from storage_handler.decode import filters as flt
 from storage_handler.decode.schema import Schema, normalize_schema
 from storage_handler.decode.to_sarg import Decoded, to_search_argument
 from storage_handler.errors import FilterError
@@ -46,11 +45,11 @@ from storage_handler.expr.nodes import STRING, Call, Column, Constant, Expr, and
 from storage_handler.types import HiveType
 
 _COMPARISONS: dict[type, str] = {
-    ds.EqualTo: "=", ds.EqualNullSafe: "<=>", ds.GreaterThan: ">", ds.GreaterThanOrEqual: ">=",
-    ds.LessThan: "<", ds.LessThanOrEqual: "<=",
+    flt.EqualTo: "=", flt.EqualNullSafe: "<=>", flt.GreaterThan: ">", flt.GreaterThanOrEqual: ">=",
+    flt.LessThan: "<", flt.LessThanOrEqual: "<=",
 }
 _LIKE_PATTERNS: dict[type, str] = {
-    ds.StringStartsWith: "{}%", ds.StringEndsWith: "%{}", ds.StringContains: "%{}%",
+    flt.StringStartsWith: "{}%", flt.StringEndsWith: "%{}", flt.StringContains: "%{}%",
 }
 _MAX_CODE_POINT = 0x10FFFF
 
@@ -64,36 +63,20 @@ class SparkDecoded:
     """
 
     decoded: Decoded
-    converted: tuple[ds.Filter, ...]
-    unsupported: tuple[ds.Filter, ...]
-
-
-@dataclass(frozen=True)
-class And(ds.Filter):
-    """Both filters hold. Spark's Python data-source API never passes one; the JVM-side scan does."""
-
-    left: ds.Filter
-    right: ds.Filter
-
-
-@dataclass(frozen=True)
-class Or(ds.Filter):
-    """Either filter holds (see :class:`And`)."""
-
-    left: ds.Filter
-    right: ds.Filter
+    converted: tuple[flt.Filter, ...]
+    unsupported: tuple[flt.Filter, ...]
 
 
 class _Unsupported(Exception):
     """The filter cannot be expressed; carries the reason."""
 
 
-def decode_spark_filters(filters: Iterable[ds.Filter], schema: Schema) -> SparkDecoded:
+def decode_spark_filters(filters: Iterable[flt.Filter], schema: Schema) -> SparkDecoded:
     """Convert AND-ed Spark filters bound to ``schema`` into a :class:`SparkDecoded`."""
     columns = normalize_schema(schema)
     terms: list[Expr] = []
-    expressible: list[tuple[ds.Filter, Expr]] = []
-    unsupported: list[ds.Filter] = []
+    expressible: list[tuple[flt.Filter, Expr]] = []
+    unsupported: list[flt.Filter] = []
     for f in filters:
         try:
             expr = filter_to_expr(f, columns)
@@ -104,7 +87,7 @@ def decode_spark_filters(filters: Iterable[ds.Filter], schema: Schema) -> SparkD
         expressible.append((f, expr))
     decoded = to_search_argument(and_(*terms) if terms else None)
     not_pushed = set(map(id, decoded.unpushed))
-    converted: list[ds.Filter] = []
+    converted: list[flt.Filter] = []
     for f, expr in expressible:
         # a filter is converted when at least one of its conjuncts was fully pushed
         parts = expr.args if isinstance(expr, Call) and expr.function == "and" else (expr,)
@@ -115,21 +98,21 @@ def decode_spark_filters(filters: Iterable[ds.Filter], schema: Schema) -> SparkD
     return SparkDecoded(decoded, tuple(converted), tuple(unsupported))
 
 
-def filter_to_expr(f: ds.Filter, columns: Mapping[str, HiveType]) -> Expr:
+def filter_to_expr(f: flt.Filter, columns: Mapping[str, HiveType]) -> Expr:
     """The expression for one Spark filter; raises ``_Unsupported`` when it has none."""
-    if isinstance(f, ds.Not):
+    if isinstance(f, flt.Not):
         return Call("not", (filter_to_expr(f.child, columns),))
-    if isinstance(f, (And, Or)):
-        junction = and_ if isinstance(f, And) else or_
+    if isinstance(f, (flt.And, flt.Or)):
+        junction = and_ if isinstance(f, flt.And) else or_
         return junction(filter_to_expr(f.left, columns), filter_to_expr(f.right, columns))
-    if isinstance(f, (ds.IsNull, ds.IsNotNull)):
-        return Call("isnull" if isinstance(f, ds.IsNull) else "isnotnull", (_column(f.attribute, columns),))
+    if isinstance(f, (flt.IsNull, flt.IsNotNull)):
+        return Call("isnull" if isinstance(f, flt.IsNull) else "isnotnull", (_column(f.attribute, columns),))
     column = _column(f.attribute, columns)  # type: ignore[attr-defined]
-    if isinstance(f, ds.EqualNullSafe) and f.value is None:
+    if isinstance(f, flt.EqualNullSafe) and f.value is None:
         return Call("isnull", (column,))
     if type(f) in _COMPARISONS:
         return Call(_COMPARISONS[type(f)], (column, _constant(f.value)))  # type: ignore[attr-defined]
-    if isinstance(f, ds.In):
+    if isinstance(f, flt.In):
         values = f.value if isinstance(f.value, (list, tuple)) else (f.value,)
         if not values:
             raise _Unsupported("IN with no values")
@@ -139,7 +122,7 @@ def filter_to_expr(f: ds.Filter, columns: Mapping[str, HiveType]) -> Expr:
         if not isinstance(value, str):
             raise _Unsupported(f"{type(f).__name__} with a non-string value")
         like = Call("like", (column, Constant(_LIKE_PATTERNS[type(f)].format(escape_like(value)), STRING)))
-        if isinstance(f, ds.StringStartsWith) and column.hive_type.name in ("string", "varchar"):
+        if isinstance(f, flt.StringStartsWith) and column.hive_type.name in ("string", "varchar"):
             return and_(like, *prefix_range(column, value))
         return like
     raise _Unsupported(f"unknown filter {type(f).__name__}")
@@ -156,7 +139,7 @@ def _column(attribute: Any, columns: Mapping[str, HiveType]) -> Column:
 
 def _constant(value: Any) -> Constant:
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
     try:
         return lit(value)
     except FilterError as e:

@@ -37,11 +37,13 @@ def say_pruning(label: str) -> None:
 
 def run_demo(home: Path | None = None) -> int:
     from metastore.client import MetastoreClient
-    from metastore.local import LocalMetastore, LocalThriftServer, find_java, state_home
+    from metastore.local import LocalMetastore, LocalThriftServer
     from metastore.register import apply_registration, plan_registration
     from metastore.table_spec import parse_table_name
     from storage_handler.demo.data import generate_events
+    from storage_handler.home import state_home
     from storage_handler.spark import session
+    from storage_handler.toolchain import find_java
 
     t0 = time.monotonic()
     find_java()

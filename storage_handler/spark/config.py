@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from metastore.uri import parse_metastore_uri
 from storage_handler.errors import ConfigurationError
-from storage_handler.home import spark_home
+from storage_handler.home import spark_jars
 from storage_handler.spark.jvm import native_scan_conf
 
 LOOPBACK = "127.0.0.1"
@@ -44,8 +44,8 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None, *, native_scan:
 
 
 def hadoop_version() -> str:
-    """The Hadoop version of the installed pyspark (from its ``hadoop-client-api-X.jar``)."""
-    for jar in sorted((spark_home() / "jars").glob("hadoop-client-api-*.jar")):
+    """The Hadoop version of the Spark in use (from its ``hadoop-client-api-X.jar``)."""
+    for jar in sorted(spark_jars().glob("hadoop-client-api-*.jar")):
         return jar.name[len("hadoop-client-api-"):-len(".jar")]
     raise ConfigurationError("cannot tell the Hadoop version of this pyspark: no hadoop-client-api jar in its jars/")
 
@@ -54,14 +54,18 @@ def s3_spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """What a Spark session needs to read S3 tables natively: ``hadoop-aws`` matching its Hadoop (Hadoop's
     S3A connector; it brings the AWS SDK bundle it needs), S3A for ``s3://`` and ``s3n://`` too, and -- when
     ``AWS_ENDPOINT_URL[_S3]`` names a custom endpoint -- that endpoint with path-style addressing. Credentials are
-    never written: S3A reads the same AWS chain (environment, profile, instance role)."""
+    never written: S3A reads the same AWS chain (environment, profile, instance role) -- through AWS SDK v2's
+    provider from Hadoop 3.4 (Spark 4.x), SDK v1's before (Spark 3.5 ships Hadoop 3.3)."""
     env = os.environ if environ is None else environ
+    hadoop = hadoop_version()
+    sdk_v2 = tuple(int(p) for p in hadoop.split(".")[:2] if p.isdigit()) >= (3, 4)
     conf = {
-        "spark.jars.packages": f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
+        "spark.jars.packages": f"org.apache.hadoop:hadoop-aws:{hadoop}",
         "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3n.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.aws.credentials.provider":
-            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider",
+            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider" if sdk_v2
+            else "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
     }
     endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
     if endpoint:

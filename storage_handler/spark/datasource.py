@@ -40,14 +40,23 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from storage_handler.spark import compat
 from storage_handler.spark.planning import Configured
 from storage_handler.spark.table_props import PROVIDER, TableIdentity, identity_from_metadata
 from storage_handler.split import Split
+
+if TYPE_CHECKING or compat.has(compat.PYTHON_DATA_SOURCE):
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+else:  # pyspark 3.5 has no Python data sources: the module imports, the source refuses in one line when used
+    class DataSource:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            compat.require(compat.PYTHON_DATA_SOURCE, "the hsh Python data source (spark.read.format('hsh'))")
+
+    DataSourceReader = InputPartition = DataSource
 
 log = logging.getLogger(__name__)
 PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
@@ -86,6 +95,7 @@ class HshDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         if str(self.options.get(PRUNE_OPTION, "false")).strip().lower() != "true":
             return HshReader(schema)  # see the module docstring: Spark 4.3 reuses a filtered scan's file list
+        compat.require(compat.FILTER_PUSHDOWN, f"pruning the hsh data source by the query's filters ({PRUNE_OPTION})")
         if _pushdown_disabled():
             log.warning("hsh: %s is off, so this read cannot see the query's filters and reads every file of the "
                         "table; set it to true to prune", PUSHDOWN_SETTING)
@@ -139,12 +149,10 @@ class HshReader(DataSourceReader):
         return [InputPartition(group) for group in pack_splits(splits, parallelism=2 * (os.cpu_count() or 1))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         from storage_handler.spark.reader import read_split
 
         splits: tuple[Split, ...] = partition.value or ()  # pyspark reads once with None when nothing is kept
-        schema = to_arrow_schema(StructType.fromJson(json.loads(self.schema_json)), timezone="UTC")
+        schema = compat.arrow_schema(StructType.fromJson(json.loads(self.schema_json)))
         evaluator = self._evaluator()
         for split in splits:
             yield from read_split(self.identity.location, split, schema, self.identity.columns,
@@ -167,9 +175,17 @@ class HshReader(DataSourceReader):
 class HshPruningReader(HshReader):
     """:class:`HshReader` that also receives the query's AND-ed filters, so it prunes by them."""
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's name
         from storage_handler.spark.lossy_values import carries_exact_values
         from storage_handler.spark.planning import configure
 
-        self.configured = configure(self.identity, [f for f in filters if carries_exact_values(f)])
+        ours = []
+        for f in filters:
+            try:
+                converted = compat.from_pyspark(f)
+            except KeyError:  # a filter class of a newer pyspark: prune less, never wrongly
+                continue
+            if carries_exact_values(converted):
+                ours.append(converted)
+        self.configured = configure(self.identity, ours)
         yield from filters  # every filter goes back to Spark: pruning never filters rows exactly

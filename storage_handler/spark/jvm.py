@@ -1,79 +1,77 @@
-"""The JVM half of the Spark integration: compiling it, and the settings that load it into a Spark driver.
+"""The JVM half of the Spark integration: compiling it for the user's Spark, and the settings that load it.
 
-``java/hsh/spark/*.java`` is a Spark session extension (``spark.sql.extensions``) that reads registered tables
-with Spark's native Parquet scan over the files the handler keeps. It is compiled here with the JDK's ``javac``
-against the jars inside the pyspark wheel -- no build tool, no download -- once per source version, into
-``$HSH_HOME/jvm/<hash>/``, and put on the driver's class path.
+``java/`` holds a Spark session extension (``spark.sql.extensions``) that reads registered tables with Spark's
+native Parquet scan over the files the handler keeps. It is laid out like Iceberg's per-Spark-line modules: one
+shared core, and a small source set per Spark line only where Spark's or Scala's API differs::
+
+    java/core/   everything, written against what all supported lines share
+    java/v3.5/   Spark 3.5 (Scala 2.12): scala.collection.Seq in FileIndex, JavaConverters, 4-field LogicalRelation
+    java/v4.0/   Spark 4.0 through 4.3 (Scala 2.13): immutable.Seq, scala.jdk.javaapi, 5-field LogicalRelation
+
+The Spark in use (:func:`storage_handler.home.spark_version`, read from its jars) picks the source set, and the
+classes are compiled with the JDK's ``javac`` against that Spark's own jars -- no build tool, no download --
+once per source version and Spark version, into the build cache (:mod:`storage_handler.toolchain`).
 
 Decision: without ``javac`` (a JRE only) the extension is left out with a warning and Spark reads registered tables
-as the plain Hive tables they are (no pruning); ``read_table`` and ``spark.read.format("hsh")`` still prune.
+as the plain Hive tables they are (no pruning); ``read_table`` still prunes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import shutil
-import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from storage_handler.compiled import build_once
-from storage_handler.errors import ConfigurationError
-from storage_handler.home import spark_home, state_home
+from storage_handler.errors import UnsupportedSparkError
+from storage_handler.home import SparkVersion, spark_jars, spark_version
+from storage_handler.toolchain import compile_java
 
 log = logging.getLogger(__name__)
 EXTENSION_CLASS = "hsh.spark.HshExtensions"
 SOURCES = Path(__file__).with_name("java")
 CONTRACT = Path(__file__).parent.parent / "contract.json"  # the Java-Python contract, loaded by Contract.java
 
-
-def find_javac() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "javac").exists():
-        return str(Path(java_home) / "bin" / "javac")
-    return shutil.which("javac")
+#: the per-line source set of each supported Spark line
+SOURCE_SETS: dict[tuple[int, int], str] = {
+    (3, 5): "v3.5", (4, 0): "v4.0", (4, 1): "v4.0", (4, 2): "v4.0", (4, 3): "v4.0",
+}
 
 
-def compile_java(sources: Sequence[Path], target_root: Path, resources: Sequence[tuple[Path, str]] = ()) -> Path | None:
-    """Compile ``sources`` into ``target_root/<hash of the sources>`` (reused when present); None without javac.
+def supported_lines() -> str:
+    return ", ".join(f"{major}.{minor}" for major, minor in SOURCE_SETS)
 
-    ``resources`` are (file, class-path name) pairs copied next to the classes (and hashed with the sources).
-    The classes are compiled into a temporary folder and renamed into place, so concurrent callers (a session and
-    a Thrift server starting together) never see half a class folder.
-    """
-    digest = hashlib.sha256()
-    for source in sorted(sources):
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    for resource, name in resources:
-        digest.update(name.encode() + b"\0" + resource.read_bytes())
-    target = target_root / digest.hexdigest()[:16]
-    if target.is_dir():
-        return target
-    javac = find_javac()
-    if not javac:
-        return None
 
-    def build(folder: Path) -> None:
-        proc = subprocess.run(
-            [javac, "-nowarn", "-d", str(folder), "-cp", f"{spark_home() / 'jars'}/*", *map(str, sorted(sources))],
-            capture_output=True, text=True,
-        )
-        if proc.returncode != 0:
-            raise ConfigurationError(f"could not compile {sources[0].parent}: {proc.stderr.strip()[-800:]}")
-        for resource, name in resources:
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(resource, folder / name)
+def source_set(version: SparkVersion) -> str:
+    """The per-line source folder for ``version``; a one-line error for a Spark line this package does not know."""
+    try:
+        return SOURCE_SETS[version.line]
+    except KeyError:
+        raise UnsupportedSparkError(
+            f"{version} is not supported by the session extension: supported Spark lines are {supported_lines()}; "
+            "set spark.hsh.nativeScan=false to read registered tables as plain Hive tables, or use read_table()"
+        ) from None
 
-    return build_once(target, build)
+
+def extension_sources(version: SparkVersion) -> list[Path]:
+    """The Java files compiled for ``version``: the shared core and its line's source set."""
+    return sorted([*(SOURCES / "core").rglob("*.java"), *(SOURCES / source_set(version)).rglob("*.java")])
 
 
 def extension_classpath() -> Path | None:
-    """The compiled session extension (see the module docstring); None without javac."""
-    return compile_java(sorted(SOURCES.rglob("*.java")), state_home() / "jvm",
-                        [(CONTRACT, "hsh/spark/contract.json")])
+    """The compiled session extension for the Spark in use (see the module docstring); None without javac."""
+    version = spark_version()
+    return compile_java(
+        f"extension-spark{version.spark}", extension_sources(version), f"{spark_jars()}/*",
+        key=f"spark {version.spark} scala {version.scala}",
+        resources=[(CONTRACT, "hsh/spark/contract.json"), *line_resources(version)],
+    )
+
+
+def line_resources(version: SparkVersion) -> list[tuple[Path, str]]:
+    """Non-Java files of the line's source set (e.g. ``META-INF/services`` entries), with their class-path names."""
+    root = SOURCES / source_set(version)
+    return [(f, f.relative_to(root).as_posix()) for f in sorted(root.rglob("*")) if f.is_file()
+            and f.suffix != ".java"]
 
 
 def native_scan_conf() -> dict[str, str]:
@@ -81,7 +79,7 @@ def native_scan_conf() -> dict[str, str]:
     classpath = extension_classpath()
     if classpath is None:
         log.warning("no javac (JDK) found: spark.sql reads registered tables natively without pruning; "
-                    "read_table() and spark.read.format('hsh') still prune; install a JDK 17 for Spark's native scan")
+                    "read_table() still prunes; install a JDK 17 for Spark's native scan")
         return {}
     return {
         "spark.sql.extensions": EXTENSION_CLASS,

@@ -19,7 +19,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql.datasource import Filter, Not
+from storage_handler.decode.filters import Filter, Not
 
 #: pyspark's decimal context precision; a value with this many digits may have been rounded to it
 _DECIMAL_DIGITS = 28
@@ -33,7 +33,7 @@ def is_exact(value: Any) -> bool:
     if isinstance(value, Decimal):
         return len(value.as_tuple().digits) < _DECIMAL_DIGITS
     if isinstance(value, dt.datetime):
-        day = value.astimezone(dt.timezone.utc).date() if value.tzinfo else value.date()
+        day = value.astimezone(dt.UTC).date() if value.tzinfo else value.date()
         return not _GAP_TIMESTAMP_DAYS[0] <= day <= _GAP_TIMESTAMP_DAYS[1]
     if isinstance(value, dt.date):
         return value != _GAP_DATE

@@ -94,7 +94,7 @@ def _timestamp(text: str) -> dt.datetime | None:
     match = _TIMESTAMP.fullmatch(text)
     if match is None:
         date_only = _date(text) if re.fullmatch(r"[0-9]{4}(-[0-9]{1,2}){0,2}", text) else None
-        return None if date_only is None else dt.datetime.combine(date_only, dt.time(), dt.timezone.utc)
+        return None if date_only is None else dt.datetime.combine(date_only, dt.time(), dt.UTC)
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     micros = int((fraction or "0")[:6].ljust(6, "0"))
     wall = dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0), micros)
@@ -103,5 +103,5 @@ def _timestamp(text: str) -> dt.datetime | None:
         sign = -1 if zone[0] == "-" else 1
         digits = zone[1:].replace(":", "")
         offset = sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    return (wall - offset).replace(tzinfo=dt.timezone.utc)
+    return (wall - offset).replace(tzinfo=dt.UTC)
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import Filter
 
 from storage_handler.catalog import ScanFiles
+from storage_handler.decode.filters import Filter
 from storage_handler.input_format import FileStatus, ListStatusResult
 from storage_handler.spark.table_props import TableIdentity
 

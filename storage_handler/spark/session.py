@@ -28,7 +28,9 @@ def session(
     """
     from pyspark.sql import SparkSession
 
-    from metastore.local import find_java, resolve_metastore_uri, state_home
+    from metastore.local import resolve_metastore_uri
+    from storage_handler.home import state_home
+    from storage_handler.toolchain import find_java
 
     find_java()  # one clear line instead of pyspark's JAVA_GATEWAY_EXITED traceback
     uri = resolve_metastore_uri(metastore_uri)

@@ -11,11 +11,17 @@ Which min/max pyarrow decodes (Arrow 26, ``GetStatisticsMinMaxField``): with a c
 known sort order, ``min_value``/``max_value``; with no column orders at all and a signed sort order, the legacy
 ``min``/``max``; otherwise none. Both must be present to be decoded. A chunk whose metadata claims another physical
 type than its column is reported too (decoding it would read the wrong type).
+
+Half bounds: pyarrow before 18 reports a chunk whose statistics hold only a min (or only a max) as having both,
+the missing one empty (``has_min_max`` true, ``max == b""``) -- and pyarrow 14-17 itself writes such chunks for
+long strings. An empty max would prune every file whose real values are greater, so such chunks are reported
+too (:func:`inspect`'s ``half_bounded``) and read as having no min/max, whichever pyarrow reads them.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
@@ -44,8 +50,21 @@ def sort_order(column: pq.ColumnSchema) -> str:
     return "unknown"
 
 
+@dataclass(frozen=True, slots=True)
+class GuardReport:
+    """``(row group, leaf)`` of the chunks to treat specially (see the module docstring)."""
+
+    undecodable: frozenset[tuple[int, int]]  # reading their statistics would fail: unreadable
+    half_bounded: frozenset[tuple[int, int]]  # only a min or only a max: no bounds
+
+
 def undecodable(md: pq.FileMetaData) -> set[tuple[int, int]]:
     """``(row group, leaf)`` of every chunk whose statistics pyarrow would fail to decode."""
+    return set(inspect(md).undecodable)
+
+
+def inspect(md: pq.FileMetaData) -> GuardReport:
+    """The chunks of ``md`` whose statistics pyarrow would fail to decode, or would decode with half bounds."""
     footer = tc.decode(tc.footer_bytes(md))
     schema = md.schema
     leaves = len(schema)
@@ -62,6 +81,7 @@ def undecodable(md: pq.FileMetaData) -> set[tuple[int, int]]:
     widths = [_WIDTH.get(str(schema.column(i).physical_type), schema.column(i).length) for i in range(leaves)]
     physical = [str(schema.column(i).physical_type) for i in range(leaves)]
     bad: set[tuple[int, int]] = set()
+    half: set[tuple[int, int]] = set()
     groups = tc.field(footer, 4)
     for g, group in enumerate(groups[2][1] if groups else []):
         chunks = tc.field(group, 1)
@@ -79,6 +99,8 @@ def undecodable(md: pq.FileMetaData) -> set[tuple[int, int]]:
             if stats is None or pair is None:
                 continue
             lo, hi = (tc.field(stats[2], f) for f in pair)
-            if lo is not None and hi is not None and min(len(lo[2]), len(hi[2])) < widths[leaf]:
+            if (lo is None) != (hi is None):
+                half.add((g, leaf))
+            elif lo is not None and hi is not None and min(len(lo[2]), len(hi[2])) < widths[leaf]:
                 bad.add((g, leaf))
-    return bad
+    return GuardReport(frozenset(bad), frozenset(half))

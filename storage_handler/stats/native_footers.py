@@ -8,7 +8,7 @@ threads read chunks of files at once.
 
 Built with the system C++ compiler (``$CXX``, ``c++`` or ``g++``) against ``pyarrow.get_include()`` and the
 wheel's ``libparquet``, once per source and pyarrow build, into ``$HSH_HOME/native/<hash>/``
-(:func:`storage_handler.compiled.native_library`). Decision: without a compiler, when the build fails, on a platform
+(:func:`storage_handler.toolchain.native_library`). Decision: without a compiler, when the build fails, on a platform
 other than Linux, or with ``HSH_NATIVE_FOOTERS=0``, :func:`native_reader` returns None and footers are read
 through pyarrow in Python: the same index, only slower (a property test compares both).
 """
@@ -29,9 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage_handler.compiled import copy_array, copy_strings, load_helper, native_library
+from storage_handler.compiled import copy_array, copy_strings, load_helper
 from storage_handler.stats.raw_footers import RawFooters
 from storage_handler.stats.thrift_compact import footer_bytes
+from storage_handler.toolchain import native_library
 
 log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("native") / "footers.cc"
@@ -127,9 +128,18 @@ def _schema(footer: bytes) -> pq.ParquetSchema:
     return pq.read_metadata(pa.BufferReader(tail)).schema
 
 
+#: the first pyarrow whose ``HasMinMax`` is false for a chunk holding only a min or only a max (see
+#: :mod:`.footer_guard`): the native reader has no Thrift guard of its own, so older pyarrows read in Python
+MIN_PYARROW = (18, 0)
+
+
 @functools.lru_cache(maxsize=1)
 def native_reader() -> NativeFooterReader | None:
     """The compiled reader, or None (see the module docstring: footers are then read through pyarrow)."""
+    if tuple(int(p) for p in pa.__version__.split(".")[:2]) < MIN_PYARROW:
+        log.info("pyarrow %s reports half-present footer bounds as complete; the native footer reader needs "
+                 "pyarrow 18 or newer: reading footers through pyarrow, guarded", pa.__version__)
+        return None
     return load_helper("HSH_NATIVE_FOOTERS", "native footer reader (c++)", _compile, NativeFooterReader,
                        "reading footers through pyarrow (slower on big tables)")
 

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage_handler.stats.footer_guard import undecodable
+from storage_handler.stats.footer_guard import GuardReport, inspect
 
 STATS_SET = 1
 HAS_NULL_COUNT = 2
@@ -120,9 +120,9 @@ class RawFooters:
             groups_of.append(md.num_row_groups)
             errors.append(None)
             physical = [md.schema.column(i).physical_type for i in range(len(md.schema))]
-            bad = undecodable(md)
+            report = inspect(md)
             for g in range(md.num_row_groups):
-                out.add_row_group(md, g, physical, bad)
+                out.add_row_group(md, g, physical, report)
         return cls(
             num_rows=np.array(num_rows, np.int64), schema=np.array(schema_of, np.int32),
             row_groups=np.array(groups_of, np.int32), first_chunk=np.array(first, np.int64),
@@ -149,7 +149,7 @@ class _Chunks:
         self.mins.append(lo)
         self.maxs.append(hi)
 
-    def add_row_group(self, md: pq.FileMetaData, g: int, physical: Sequence[str], bad: set[tuple[int, int]]) -> None:
+    def add_row_group(self, md: pq.FileMetaData, g: int, physical: Sequence[str], report: GuardReport) -> None:
         try:
             rg = md.row_group(g)
         except Exception:  # noqa: BLE001 - the same as footers.cc: every chunk of the row group unreadable
@@ -158,7 +158,7 @@ class _Chunks:
             return
         rows = rg.num_rows
         for leaf, kind in enumerate(physical):
-            if (g, leaf) in bad:
+            if (g, leaf) in report.undecodable:
                 self.add(rows, ERROR)
                 continue
             try:
@@ -172,7 +172,7 @@ class _Chunks:
                 if st.has_null_count:
                     flags |= HAS_NULL_COUNT
                     nulls = st.null_count
-                if not st.has_min_max:
+                if not st.has_min_max or (g, leaf) in report.half_bounded:
                     self.add(rows, flags, nulls)
                     continue
                 self.add(rows, flags | HAS_MIN_MAX, nulls, _encode(st.min_raw, kind), _encode(st.max_raw, kind))

@@ -102,7 +102,8 @@ class OwnedContext:
         from pyspark import SparkConf, SparkContext
         from pyspark.java_gateway import launch_gateway
 
-        from metastore.local import find_java, state_home
+        from storage_handler.home import state_home
+        from storage_handler.toolchain import find_java
 
         check_master(master)
         if SparkContext._active_spark_context is not None:

@@ -37,7 +37,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage_handler.compiled import copy_array, copy_strings, load_helper, native_library
+from storage_handler.compiled import copy_array, copy_strings, load_helper
+from storage_handler.toolchain import native_library
 
 log = logging.getLogger(__name__)
 SOURCES = (Path(__file__).with_name("native") / "listing.c", Path(__file__).with_name("native") / "walk.c")
@@ -181,7 +182,7 @@ def native_lister() -> NativeLister | None:
 
 def _compile() -> Path | None:
     """``listing.c`` and ``walk.c`` compiled into ``$HSH_HOME/native/<hash>/liblisting.so`` (reused when present,
-    see :func:`storage_handler.compiled.native_library`); None without a compiler."""
+    see :func:`storage_handler.toolchain.native_library`); None without a compiler."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not compiler:
         return None

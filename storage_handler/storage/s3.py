@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from storage_handler.errors import ObjectChangedError, StorageError
+from storage_handler.errors import ConfigurationError, ObjectChangedError, StorageError
 from storage_handler.storage.base import DirListing, FileEntry
 from storage_handler.storage.location import S3, parse_location
 from storage_handler.storage.s3_config import S3Config
@@ -179,10 +179,7 @@ class S3Storage:
         bucket, key = self._split(uri)
         with self._lock:
             if self._arrow is None:
-                self._arrow = pafs.S3FileSystem(
-                    region=self.config.region, endpoint_override=self.config.endpoint_host,
-                    scheme=self.config.endpoint_scheme, force_virtual_addressing=not self.config.path_style,
-                )
+                self._arrow = _arrow_s3(self.config)
         return self._arrow, f"{bucket}/{key}"
 
     def describe(self) -> dict[str, str]:
@@ -307,3 +304,21 @@ def _code(exc: BaseException) -> str:
         error = response.get("Error") or {}
         return str(error.get("Code") or response.get("ResponseMetadata", {}).get("HTTPStatusCode") or "")
     return ""
+
+
+def _arrow_s3(config: S3Config) -> pafs.S3FileSystem:
+    """pyarrow's S3 file system for ``config``. pyarrow before 16 has no ``force_virtual_addressing``: it
+    addresses AWS itself by virtual host and a custom endpoint by path, which serves every configuration but a
+    custom endpoint that must be addressed by virtual host (refused in one line, naming the fix)."""
+    args: dict[str, Any] = {"region": config.region, "endpoint_override": config.endpoint_host,
+                            "scheme": config.endpoint_scheme}
+    try:
+        return pafs.S3FileSystem(**args, force_virtual_addressing=not config.path_style)
+    except TypeError:  # pyarrow < 16
+        if config.endpoint_host and not config.path_style:
+            raise ConfigurationError(
+                f"the S3 endpoint {config.endpoint_host} is configured for virtual-hosted addressing "
+                f"(fs.s3a.path.style.access=false), which pyarrow {pa.__version__} cannot do: install pyarrow 16 "
+                "or newer, or use path-style access"
+            ) from None
+        return pafs.S3FileSystem(**args)

@@ -28,6 +28,7 @@ from storage_handler.stats.listing import escape_partition_value, partition_path
 from storage_handler.storage import local, parse_location, storage_for
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import parse_schema_text
+from tests.helpers import examples
 from tests.reliability.util import ints
 from tests.s3 import put_bytes, put_parquet
 
@@ -109,7 +110,7 @@ NAMES = st.lists(st.tuples(st.sampled_from(["1", "10", "a b", "%", "=", "/", "",
                            st.sampled_from(["x", "", None, "k=v", "2024-01-01"])), max_size=20)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(NAMES, st.booleans())
 def test_partition_names_split_by_arrow_read_as_hive_reads_them(values, upper: bool) -> None:
     keys = ["Dt", "k"] if upper else ["dt", "k"]
@@ -220,7 +221,7 @@ ENTRY = st.sampled_from(["a.parquet", "b", "é.parquet", "_SUCCESS", ".x.crc", "
                          "link->f", "link->dir", "dangling", "ü€", "a.parquet2"])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.lists(ENTRY, max_size=8, unique=True), min_size=1, max_size=6), st.sets(st.integers(0, 5)),
        st.integers(1, 4))
 def test_the_c_listing_answers_like_python(folders: list[list[str]], missing: set[int], threads: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import run_hsh
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_demo_runs_and_shows_pruning(tmp_path: Path) -> None:
     proc = run_hsh("demo", env={"HSH_HOME": str(tmp_path / "home"), "HSH_METASTORE_URI": ""}, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

@@ -29,7 +29,7 @@ def test_json_and_flags_agree() -> None:
     assert dict(w.split("=", 1) for w in words[1::2]) == conf
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_spark_sql_cli_prunes_with_the_printed_flags(metastore_uri: str, tmp_path: Path) -> None:
     register_typed(tmp_path / "typed", metastore_uri, "cliconf.typed", files_per_partition=1)
     flags = shlex.split(run_hsh("spark-conf").stdout)

@@ -4,7 +4,8 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from pyspark.sql.datasource import (
+
+from storage_handler.decode.filters import (
     EqualNullSafe,
     EqualTo,
     GreaterThan,
@@ -19,7 +20,6 @@ from pyspark.sql.datasource import (
     StringEndsWith,
     StringStartsWith,
 )
-
 from storage_handler.decode.spark_filters import decode_spark_filters, escape_like, prefix_upper_bound
 from storage_handler.expr import to_hiveql
 

@@ -12,6 +12,7 @@ from storage_handler.expr import Call, Column, Constant, and_, conjuncts, lit
 from storage_handler.sarg import LeafType, TruthValue
 from storage_handler.types import HiveType, parse_hive_type
 from tests.expr.strategies import expressions
+from tests.helpers import examples
 
 SCHEMA = (
     "x int, y string, z int, b boolean, d decimal(5,2), dt date, ts timestamp, f double, fl float, t tinyint, "
@@ -206,7 +207,7 @@ def test_built_expressions_without_the_parser():
     assert to_search_argument(Call("=", (x, Constant(None, None)))).sarg.to_old_string() == "expr = YES_NO_NULL"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(expressions)
 def test_any_expression_converts_and_the_residual_is_the_whole_predicate(expr):
     decoded = to_search_argument(expr)

@@ -39,7 +39,7 @@ def test_literal_types(value, expected):
     ("value", "hive_type", "message"),
     [(1, "string", "does not match"), (True, "int", "does not match"), (128, "tinyint", "out of range"),
      (0.1, "float", "32 bits"), (1, "double", "does not match"), (Decimal("1.234"), "decimal(5,2)", "exactly"),
-     (dt.datetime(2024, 1, 1), "date", "does not match"), (dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
+     (dt.datetime(2024, 1, 1), "date", "does not match"), (dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
                                                           "timestamp", "time zone"),
      ([1], "array<int>", "not supported")],
 )

@@ -12,6 +12,7 @@ from storage_handler.expr.nodes import and_
 from storage_handler.expr.render import quote_identifier, quote_string
 from storage_handler.types import HiveType, parse_hive_type
 from tests.expr.strategies import SCHEMA, expressions
+from tests.helpers import examples
 
 X = Column("x", HiveType("int"))
 Y = Column("y", HiveType("string"))
@@ -71,7 +72,7 @@ def test_quoting():
     assert quote_string("'\\\t") == "'\\'\\\\\\u0009'"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(expressions)
 def test_hiveql_round_trip(expr):
     text = to_hiveql(expr)

@@ -13,6 +13,7 @@ from storage_handler.expr import Column, Constant, between, call, in_, lit, serd
 from storage_handler.expr.nodes import and_
 from storage_handler.types import HiveType, parse_hive_type
 from tests.expr.strategies import expressions
+from tests.helpers import examples
 
 X = Column("x", HiveType("int"))
 
@@ -49,7 +50,7 @@ def test_structure_round_trip():
     assert serde.loads(serde.dumps(expr)) == expr
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(expressions)
 def test_random_trees_round_trip(expr):
     text = serde.dumps(expr)

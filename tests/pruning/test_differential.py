@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from storage_handler.pruning import PredicateEvaluator, truth_of
 from storage_handler.sarg import SearchArgument
+from tests.helpers import examples
 from tests.pruning.helpers import index_table
 from tests.pruning.scalar_oracle import ScalarEvaluator
 from tests.pruning.strategies import (
@@ -24,7 +25,7 @@ from tests.pruning.strategies import (
     search_arguments,
 )
 
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+SETTINGS = settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                             HealthCheck.filter_too_much])
 
 
@@ -44,7 +45,7 @@ def test_vectorized_matches_scalar_oracle(sarg: SearchArgument, files: list[dict
     _compare(sarg, files, compact=False)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.filter_too_much])
 @given(sarg=search_arguments(), files=st.lists(index_file(), min_size=1, max_size=4))
 def test_vectorized_matches_scalar_oracle_on_compact_expression(sarg: SearchArgument,

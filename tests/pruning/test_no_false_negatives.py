@@ -19,6 +19,7 @@ from storage_handler.pruning.domain import UnconvertibleLiteral
 from storage_handler.pruning.tree import leaf_from_sarg
 from storage_handler.sarg import LeafOperator, SearchArgument, TruthValue
 from storage_handler.types import HiveType, parse_hive_type
+from tests.helpers import examples
 from tests.pruning.helpers import index_table
 from tests.pruning.scalar_oracle import _cmp, _in_domain, _literal, _Unknown
 from tests.pruning.strategies import BOUNDS, LITERALS, OPERATORS, build_sarg, trees
@@ -115,7 +116,7 @@ def case(draw: st.DrawFn) -> tuple[str, list[list[Any]], SearchArgument]:
     return type_text, files, sarg
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.filter_too_much])
 @given(case())
 def test_every_file_with_a_matching_row_is_kept(generated: tuple[str, list[list[Any]], SearchArgument]) -> None:

@@ -472,7 +472,7 @@ def test_java_missing_for_spark(tmp_path: Path, metastore_uri: str) -> None:
 
     Found by this suite (a strict xfail until the fix): storage_handler/spark/session.py session() never
     checks for Java: pyspark raises PySparkRuntimeError [JAVA_GATEWAY_EXITED] and `hsh sql` prints a
-    traceback (exit 1); call metastore.local.find_java() first
+    traceback (exit 1); call storage_handler.toolchain.find_java() first
     """
     proc = _run_env(_nojava_env(tmp_path), "sql", "select 1", "--metastore", metastore_uri)
     clean_error(proc.returncode, proc.stderr, "Java 17 is required")

@@ -22,7 +22,7 @@ from storage_handler.handler import list_status_for
 from storage_handler.stats import update_index
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import parse_schema_text
-from tests.helpers import folder_partitions
+from tests.helpers import examples, folder_partitions
 from tests.reliability.util import storage_files, write_parquet
 
 COLUMNS = tuple(parse_schema_text("v bigint, s string"))
@@ -120,7 +120,7 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(initial=st.lists(st.lists(st.integers(-30, 30), min_size=1, max_size=6), min_size=1, max_size=4), ops=OPS,
        probes=st.lists(st.integers(-32, 32), min_size=1, max_size=3))
 def test_random_changes_after_indexing_never_drop_a_match(initial, ops, probes) -> None:

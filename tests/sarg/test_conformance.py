@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from storage_handler.errors import FilterError
 from storage_handler.sarg import TruthValue
+from tests.helpers import examples
 
 from .oracle import HiveOracle, assert_same_as_hive, build
 from .strategies import cnf_stress, specs
@@ -33,13 +34,13 @@ def _evals_for(data: st.DataObject, spec_list: list) -> list[list[list[TruthValu
     return result
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=_HEALTH)
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=_HEALTH)
 @given(batch=st.lists(specs, min_size=15, max_size=40), data=st.data())
 def test_random_trees_match_hive(hive_oracle: HiveOracle, batch: list, data: st.DataObject) -> None:
     assert_same_as_hive(hive_oracle, batch, _evals_for(data, batch))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=_HEALTH)
 @given(batch=st.lists(cnf_stress(), min_size=2, max_size=6), data=st.data())
 def test_cnf_threshold_shapes_match_hive(hive_oracle: HiveOracle, batch: list, data: st.DataObject) -> None:
     assert_same_as_hive(hive_oracle, batch, _evals_for(data, batch))

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage_handler.sarg.jdouble import java_double_to_string
+from tests.helpers import examples
 
 from .oracle import HiveOracle
 
@@ -72,7 +73,7 @@ def test_random_bit_patterns_match_the_jvm(hive_oracle: HiveOracle) -> None:
     assert not mismatches[:5]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=200))
 def test_hypothesis_floats_match_the_jvm(hive_oracle: HiveOracle, values: list[float]) -> None:
     assert [java_double_to_string(v) for v in values] == hive_oracle.doubles(values)

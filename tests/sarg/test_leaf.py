@@ -59,7 +59,7 @@ def test_wrong_literal_class_is_refused_naming_column_type_and_value(
         (LeafType.DECIMAL, Decimal("1234567890123456789012345678901234567.89"), "38 digits"),
         (LeafType.DECIMAL, Decimal("NaN"), "finite"),
         (LeafType.DECIMAL, Decimal("-Infinity"), "finite"),
-        (LeafType.TIMESTAMP, dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc), "time zone"),
+        (LeafType.TIMESTAMP, dt.datetime(2024, 1, 2, tzinfo=dt.UTC), "time zone"),
     ],
 )
 def test_values_hive_cannot_hold_exactly_are_refused(

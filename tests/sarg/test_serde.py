@@ -16,6 +16,7 @@ from storage_handler.sarg import ExprOp, LeafType, SearchArgument, SearchArgumen
 from storage_handler.sarg.printing import tree_to_old_string
 from storage_handler.sarg.serde import dumps, loads
 from storage_handler.sarg.tree import preorder
+from tests.helpers import examples
 
 from .oracle import build
 from .strategies import cnf_stress, specs
@@ -71,7 +72,7 @@ def test_round_trip_keeps_literal_classes_exactly() -> None:
     assert loads(text.encode()).to_string() == sarg.to_string()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=specs)
 def test_round_trip_random(spec: list) -> None:
     try:
@@ -84,7 +85,7 @@ def test_round_trip_random(spec: list) -> None:
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(spec=cnf_stress())
 def test_round_trip_keeps_sharing_and_extra_leaves(spec: list) -> None:

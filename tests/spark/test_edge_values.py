@@ -132,7 +132,7 @@ def test_read_table_reads_where_as_spark_does(spark, metastore_uri: str, tmp_pat
 
     root = tmp_path / "texts"
     values = ["it's", "A", 'say "hi"', "other"]
-    stamps = [dt.datetime(2024, 1, 1, h, tzinfo=dt.timezone.utc) for h in (0, 5, 12, 18)]
+    stamps = [dt.datetime(2024, 1, 1, h, tzinfo=dt.UTC) for h in (0, 5, 12, 18)]
     root.mkdir()
     for i, (s, ts) in enumerate(zip(values, stamps, strict=True)):
         pq.write_table(pa.table({"s": [s], "ts": pa.array([ts], pa.timestamp("us", tz="UTC")), "a.b": [i]}),

@@ -10,9 +10,10 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pyspark.sql import datasource as ds
 
-from storage_handler.decode.spark_filters import And, Or, decode_spark_filters
+from storage_handler.decode import filters as ds
+from storage_handler.decode.filters import And, Or
+from storage_handler.decode.spark_filters import decode_spark_filters
 from storage_handler.errors import FilterError
 from storage_handler.spark.filter_json import decode_filter, decode_filters, decode_value
 from storage_handler.types import parse_hive_type
@@ -29,7 +30,7 @@ def _bits(x: float) -> dict:
     ({"t": "decimal", "v": "12.50"}, Decimal("12.50")),
     ({"t": "string", "v": "épsilon"}, "épsilon"),
     ({"t": "date", "v": "1969-12-31"}, dt.date(1969, 12, 31)),
-    ({"t": "timestamp", "micros": -1}, dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)),
+    ({"t": "timestamp", "micros": -1}, dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=dt.UTC)),
     ({"t": "timestamp_ntz", "v": "2020-01-01T00:00"}, dt.datetime(2020, 1, 1)),
     ({"t": "binary", "v": "AAE="}, b"\x00\x01"),
 ])

@@ -5,8 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from pyspark.sql.datasource import EqualTo, In, IsNull, Not
-
+from storage_handler.decode.filters import EqualTo, In, IsNull, Not
 from storage_handler.spark.lossy_values import carries_exact_values, is_exact
 
 
@@ -18,7 +17,7 @@ def test_decimals_with_as_many_digits_as_pyspark_keeps_may_be_rounded() -> None:
 def test_the_day_gregorian_gap_dates_collapse_to() -> None:
     assert not is_exact(dt.date(1582, 10, 15))
     assert is_exact(dt.date(1582, 10, 4)) and is_exact(dt.date(1582, 10, 16)) and is_exact(dt.date(1400, 1, 1))
-    utc = dt.timezone.utc
+    utc = dt.UTC
     assert not is_exact(dt.datetime(1582, 10, 15, 12, tzinfo=utc))
     assert not is_exact(dt.datetime(1582, 10, 15, 23, tzinfo=dt.timezone(dt.timedelta(hours=-10))))  # 10-16 UTC
     assert not is_exact(dt.datetime(1582, 10, 15, 3))  # zone-less: its own wall-clock day

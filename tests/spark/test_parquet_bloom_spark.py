@@ -32,7 +32,7 @@ def _write(spark: Any, out: Path, dictionary: bool) -> str:
     return glob.glob(str(out / "*.parquet"))[0]
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_spark_written_filters_equal_ours_and_serve_the_index(spark: Any, tmp_path: Path) -> None:
     plain = _write(spark, tmp_path / "plain", dictionary=False)
     data = pq.read_table(plain)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from storage_handler.catalog import ScanFiles
 from storage_handler.input_format import FileStatus
 from storage_handler.spark.planning import file_rows, file_rows_json
+from tests.helpers import examples
 
 # "." and ".." name no file (a listing never returns them, and a location refuses them)
 NAMES = st.text(st.sampled_from(list('ab é"\\\n\t%:=/_.') + ["\u2028", "😀"]), min_size=1, max_size=8).filter(
@@ -29,7 +30,7 @@ def kept_of(rows: list[tuple[str, int, int, str | None]]) -> ScanFiles:
     return ScanFiles(batch, pa.array([partitions.index((("d", r[3]),)) for r in rows], pa.int32()), partitions)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(LOCATIONS, st.lists(st.tuples(FOLDERS, NAMES, st.integers(0, 1 << 40), st.integers(0, 1 << 42), VALUES),
                            max_size=12))
 def test_answer_text_reads_as_the_row_form(location: str, files: list) -> None:  # noqa: ANN001

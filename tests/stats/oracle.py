@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from storage_handler.stats import ColumnStats, FileStats
 from storage_handler.stats.convert import convert_bound
 from storage_handler.stats.footer import UNKNOWN, column_plan
-from storage_handler.stats.footer_guard import undecodable
+from storage_handler.stats.footer_guard import GuardReport, inspect
 from storage_handler.types import HiveType
 
 
@@ -24,20 +24,20 @@ def oracle_stats(path: str, columns: Sequence[tuple[str, HiveType]]) -> FileStat
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return FileStats.failed(f"{type(exc).__name__}: {text}"[:1000])
     result: dict[str, ColumnStats] = {}
-    bad = undecodable(md)  # pyarrow aborts the process on these: they raise here instead
+    report = inspect(md)  # pyarrow aborts the process on undecodable chunks: they raise here instead
     for plan in column_plan(md.schema, columns):
         if plan.leaf is None or plan.source is None:
             result[plan.key] = ColumnStats(None, None, md.num_rows) if plan.absent else UNKNOWN
             continue
         try:
-            result[plan.key] = _column(md, plan.leaf, plan.source, plan.hive_type, bad)
+            result[plan.key] = _column(md, plan.leaf, plan.source, plan.hive_type, report)
         except Exception:  # noqa: BLE001 - statistics that do not decode: the column is unknown
             result[plan.key] = UNKNOWN
     return FileStats(md.num_rows, MappingProxyType(result))
 
 
 def _column(md: pq.FileMetaData, leaf: int, source: Any, hive_type: HiveType,
-            bad: set[tuple[int, int]]) -> ColumnStats:
+            report: GuardReport) -> ColumnStats:
     null_total: int | None = 0
     lo: Any = None
     hi: Any = None
@@ -48,7 +48,7 @@ def _column(md: pq.FileMetaData, leaf: int, source: Any, hive_type: HiveType,
         if rows == 0:
             continue
         chunk = rg.column(leaf)
-        if (r, leaf) in bad:
+        if (r, leaf) in report.undecodable:
             raise ValueError("statistics that do not decode")
         st = chunk.statistics if chunk.is_stats_set else None
         nulls = st.null_count if st is not None and st.has_null_count else None
@@ -60,7 +60,7 @@ def _column(md: pq.FileMetaData, leaf: int, source: Any, hive_type: HiveType,
             null_total += nulls
         if nulls is not None and nulls == rows:
             continue  # only nulls: no values to bound
-        if st is None or not st.has_min_max or source.kind == "float":
+        if st is None or not st.has_min_max or (r, leaf) in report.half_bounded or source.kind == "float":
             lo_known = hi_known = False
             continue
         rg_lo = _convert(st.min_raw, source, hive_type, upper=False)

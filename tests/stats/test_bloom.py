@@ -20,6 +20,8 @@ from storage_handler.stats import bloom
 from storage_handler.stats.convert import classify
 from storage_handler.stats.parquet_bloom import encoding_matches, footer_filter, parse_header, read_filter
 from storage_handler.types import hive_to_arrow, parse_hive_type
+from tests.helpers import examples
+from tests.pyarrow_compat import needs_bloom_writer
 
 EPOCH = dt.datetime(1970, 1, 1)
 TS = st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31))
@@ -61,7 +63,7 @@ def plain_encoding(value: object, hive: str) -> bytes:
     return value.encode("utf-8")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 31).flatmap(lambda w: st.lists(st.binary(min_size=w, max_size=w), min_size=1, max_size=20)))
 def test_numpy_xxh64_equals_the_library(rows: list[bytes]) -> None:
     matrix = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), len(rows[0]))
@@ -69,7 +71,7 @@ def test_numpy_xxh64_equals_the_library(rows: list[bytes]) -> None:
 
 
 @pytest.mark.parametrize("hive", sorted(TYPES_AND_VALUES))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(data=st.data())
 def test_every_value_is_found_and_hashes_as_its_plain_encoding(hive: str, data: st.DataObject) -> None:
     values = data.draw(st.lists(st.one_of(st.none(), TYPES_AND_VALUES[hive]), max_size=30))
@@ -136,6 +138,7 @@ WRITTEN = {  # Hive type -> (Arrow type written, values, writer options)
 
 
 @pytest.mark.parametrize("hive", sorted(WRITTEN))
+@needs_bloom_writer
 def test_our_bytes_equal_the_filter_arrow_writes(hive: str, tmp_path: Path) -> None:
     arrow_type, values, options = WRITTEN[hive]
     path = tmp_path / "f.parquet"
@@ -152,6 +155,7 @@ def test_our_bytes_equal_the_filter_arrow_writes(hive: str, tmp_path: Path) -> N
     assert ours == theirs
 
 
+@needs_bloom_writer
 def test_footer_filters_of_several_row_groups_become_one(tmp_path: Path) -> None:
     path = tmp_path / "f.parquet"
     values = pa.array([(v % 300) * 104729 for v in range(3000)] + [None] * 10, pa.int64())
@@ -165,6 +169,7 @@ def test_footer_filters_of_several_row_groups_become_one(tmp_path: Path) -> None
     assert all(bloom.might_contain(merged, int(h)) for h in bloom.canonical_hashes(values, t))
 
 
+@needs_bloom_writer
 def test_footer_filters_sized_too_small_are_not_used(tmp_path: Path) -> None:
     path = tmp_path / "f.parquet"
     values = pa.array([v * 104729 for v in range(3000)], pa.int64())
@@ -174,6 +179,7 @@ def test_footer_filters_sized_too_small_are_not_used(tmp_path: Path) -> None:
     assert footer_filter(str(path), md, 0, classify(md.schema.column(0)), parse_hive_type("bigint"), 0.01) is None
 
 
+@needs_bloom_writer
 @pytest.mark.parametrize(("written", "hive", "options"), [
     (pa.int32(), "bigint", {}),  # INT32 encoding, INT64 table type
     (pa.uint32(), "bigint", {}),  # unsigned

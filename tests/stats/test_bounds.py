@@ -13,6 +13,7 @@ from storage_handler.stats.bounds import convert_values
 from storage_handler.stats.convert import Source, convert_bound
 from storage_handler.stats.raw_footers import decode_raw
 from storage_handler.types import HiveType
+from tests.helpers import examples
 
 WIDTH = {"INT32": 4, "INT64": 8, "BOOLEAN": 1}
 KINDS = {
@@ -99,7 +100,7 @@ def check(values: list[bytes], source: Source, target: HiveType, upper: bool) ->
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(data=st.data())
 def test_vectorized_conversion_equals_the_rule(kind: str, data: st.DataObject) -> None:
     source = data.draw(KINDS[kind])
@@ -108,7 +109,7 @@ def test_vectorized_conversion_equals_the_rule(kind: str, data: st.DataObject) -
     check(values, source, target, data.draw(st.booleans()))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_values_of_the_wrong_width_are_read_by_the_rule(data: st.DataObject) -> None:
     """A footer whose value has the wrong width never reaches here (pyarrow refuses to decode it), but the

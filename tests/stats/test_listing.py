@@ -29,6 +29,7 @@ from storage_handler.stats import (
     unescape_path_name,
 )
 from storage_handler.storage import local_path
+from tests.helpers import examples
 from tests.stats.util import write
 
 # Output of hive-common-2.3.10's FileUtils.escapePathName over U+0000..U+01FF: the code points it escapes.
@@ -237,7 +238,7 @@ def listed(root: str, keys: list[str] | None, native: bool) -> object:
             return type(exc), exc.errno
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(st.lists(FOLDER, max_size=3), FILE, KIND), max_size=14), LAYOUTS)
 def test_the_c_walk_answers_like_python(entries: list[tuple[list[str], str, str]], keys: list[str] | None) -> None:
     """The same files, sizes, times, tags and partition values (one mapping per folder), whichever walk ran:

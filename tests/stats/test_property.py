@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from storage_handler.stats import StatsOptions, read_file_stats
 from storage_handler.types import HiveType, arrow_to_hive
+from tests.helpers import examples
 from tests.stats.util import write
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32()]
@@ -65,7 +66,7 @@ def comparable(value: object, arrow_type: pa.DataType) -> object:
     return value
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(column=columns(), row_group_size=st.integers(1, 8), scan=st.booleans())
 def test_bounds_are_conservative_and_null_counts_exact(column, row_group_size, scan):
     array, hive_type = column

@@ -162,7 +162,7 @@ def test_a_failed_job_says_why_in_one_line() -> None:
     assert _cause(RuntimeError("boom\nJava stack")) == "boom"
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_a_task_sizes_its_footer_pool_by_its_own_cores(spark: Any) -> None:
     """Inside a Spark task the footer pool gets the task's cores (``spark.task.cpus``), not the executor
     machine's: an executor runs a task per core at once, and each sizing its pool by the machine would run
@@ -256,7 +256,7 @@ def lost_executor_run(cluster: StandaloneCluster, tmp_path_factory: pytest.TempP
             "new_apps": cluster.app_dirs() - apps_before}
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_same_index_byte_for_byte_as_the_local_engine(lost_executor_run: dict[str, Any]) -> None:
     """Rows, schema and metadata equal; the snapshot ``store.commit`` writes is the same bytes; the corrupt
     footer is a row with its stats_error (the job succeeded); the outside partition's files are indexed."""
@@ -273,7 +273,7 @@ def test_same_index_byte_for_byte_as_the_local_engine(lost_executor_run: dict[st
     assert snapshot_bytes(run["tmp"] / "copy_spark") == snapshot_bytes(run["tmp"] / "copy_local")
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_registration_scan_on_spark_equals_the_local_scan(lost_executor_run: dict[str, Any]) -> None:
     """``engine.scan`` (what ``hsh register --engine spark`` runs): same schemas, first files included, and the
     same index rows as the local one-pass scan, the corrupt footer reported unreadable."""
@@ -288,7 +288,7 @@ def test_registration_scan_on_spark_equals_the_local_scan(lost_executor_run: dic
     assert rows.num_rows == len(under)
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_an_executor_lost_mid_job_is_retried(lost_executor_run: dict[str, Any], cluster: StandaloneCluster) -> None:
     """An executor SIGKILLed while it ran a task, after the first finished task: the driver saw it lost, Spark
     re-ran what it lost (on a new executor or the other worker) and the job returned the same index."""
@@ -385,7 +385,7 @@ def _eventually(check: Any, timeout: float) -> bool:
     return True
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_driver_killed_before_commit_keeps_the_previous_index(cli_scenario: dict[str, Any]) -> None:
     """`hsh index refresh --engine spark` SIGKILLed after its Spark job, before the new version is created: the
     previous version stays current and the metastore keeps pointing at it; the driver's JVM and the
@@ -399,7 +399,7 @@ def test_driver_killed_before_commit_keeps_the_previous_index(cli_scenario: dict
     assert run["jvm_exited"] and run["executors_exited"]
 
 
-@pytest.mark.spark
+@pytest.mark.jvm
 def test_cli_engine_auto_reads_on_the_cluster(cli_scenario: dict[str, Any]) -> None:
     """The next `hsh index refresh --engine auto --spark-master URL --engine-threshold 1` reads the new, changed
     and corrupt files' footers on the cluster and commits an index equal to a local build of every file; an

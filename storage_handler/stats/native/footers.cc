@@ -149,7 +149,9 @@ std::shared_ptr<parquet::FileMetaData> open_footer(const std::string& path) {
 // A footer pyarrow already read, serialized again (pyarrow's FileMetaData pickles as its Thrift bytes).
 std::shared_ptr<parquet::FileMetaData> parse_footer(const uint8_t* data, int64_t size) {
   try {
-    return parquet::FileMetaData::Make(data, size);
+    // the uint32_t* overload: the only one every pyarrow since 14 has (footers are far below 4 GiB)
+    uint32_t length = static_cast<uint32_t>(size);
+    return parquet::FileMetaData::Make(data, &length);
   } catch (const std::exception&) {
     return nullptr;
   }

@@ -26,6 +26,9 @@ final class Contract {
   private static final List<String> ANSWER = names("answer");
   private static final List<String> FILE_ROW = names("file_row");
   private static final List<String> METRICS = names("metrics");
+  private static final JsonNode FILTERS = DATA.get("filters");
+  static final String FILTER_OP = FILTERS.get("op_field").asText();
+  static final String VALUE_TAG = FILTERS.get("tag_field").asText();
 
   private Contract() {}
 
@@ -88,6 +91,31 @@ final class Contract {
   /** A metric of the answer; a missing one throws rather than reading as 0. */
   static JsonNode metric(JsonNode metrics, String name, String table) {
     return present(metrics, field(METRICS, name), "scan metrics", table);
+  }
+
+  /** Filter operation {@code op} (checked against the contract's filter vocabulary). */
+  static String filterOp(String op) {
+    if (!FILTERS.get("ops").has(op)) throw new IllegalArgumentException("hsh: contract.json has no filter " + op);
+    return op;
+  }
+
+  /** Field {@code name} of filter operation {@code op} (checked against the shape the contract gives it). */
+  static String filterField(String op, String name) {
+    String shape = FILTERS.get("ops").get(filterOp(op)).asText();
+    for (JsonNode f : FILTERS.get("shapes").get(shape)) if (f.asText().equals(name)) return name;
+    throw new IllegalArgumentException("hsh: contract.json gives filter " + op + " no field " + name);
+  }
+
+  /** Value tag {@code tag} (checked against the contract). */
+  static String valueTag(String tag) {
+    if (!FILTERS.get("values").has(tag)) throw new IllegalArgumentException("hsh: contract.json has no value " + tag);
+    return tag;
+  }
+
+  /** Field {@code name} of a value tagged {@code tag} (checked against the contract). */
+  static String valueField(String tag, String name) {
+    for (JsonNode f : FILTERS.get("values").get(valueTag(tag))) if (f.asText().equals(name)) return name;
+    throw new IllegalArgumentException("hsh: contract.json gives value " + tag + " no field " + name);
   }
 
   private static JsonNode present(JsonNode node, String name, String what, String table) {

@@ -33,7 +33,7 @@ import scala.Option;
 
 /**
  * Catalyst predicates to the JSON form of Spark's data-source filters that the Python side decodes
- * ({@code storage_handler/spark/filter_json.py} documents the format).
+ * ({@code contract.json}'s {@code filters} section; {@code storage_handler/spark/filter_json.py} reads it).
  *
  * <p>Spark translates each predicate to a {@link Filter} (its own, well-tested mapping of attribute-vs-literal
  * comparisons); this class only serializes the result. A predicate that does not translate, or holds a value this
@@ -81,7 +81,7 @@ final class FilterJson {
       ObjectNode left = encodeConjunct(and.left());
       ObjectNode right = encodeConjunct(and.right());
       if (left == null || right == null) return left == null ? right : left;
-      return node("And").<ObjectNode>set("left", left).set("right", right);
+      return pair("And", left, right);
     }
     return encodeExact(f);
   }
@@ -94,11 +94,11 @@ final class FilterJson {
       ObjectNode left = encodeExact(l);
       ObjectNode right = encodeExact(r);
       if (left == null || right == null) return null;
-      return node(f instanceof And ? "And" : "Or").<ObjectNode>set("left", left).set("right", right);
+      return pair(f instanceof And ? "And" : "Or", left, right);
     }
     if (f instanceof Not) {
       ObjectNode child = encodeExact(((Not) f).child());
-      return child == null ? null : node("Not").set("child", child);
+      return child == null ? null : node("Not").set(Contract.filterField("Not", "child"), child);
     }
     if (f instanceof IsNull) return attribute("IsNull", ((IsNull) f).attribute());
     if (f instanceof IsNotNull) return attribute("IsNotNull", ((IsNotNull) f).attribute());
@@ -135,48 +135,63 @@ final class FilterJson {
         values.add(value);
       }
       ObjectNode out = attribute("In", in.attribute());
-      out.set("values", values);
+      out.set(Contract.filterField("In", "values"), values);
       return out;
     }
     return null; // AlwaysTrue/AlwaysFalse and anything newer: prune less, never wrongly
   }
 
   private static ObjectNode node(String op) {
-    return JSON.objectNode().put("op", op);
+    return JSON.objectNode().put(Contract.FILTER_OP, Contract.filterOp(op));
+  }
+
+  private static ObjectNode pair(String op, ObjectNode left, ObjectNode right) {
+    return node(op).<ObjectNode>set(Contract.filterField(op, "left"), left)
+        .set(Contract.filterField(op, "right"), right);
   }
 
   private static ObjectNode attribute(String op, String attribute) {
-    return node(op).put("attribute", attribute);
+    return node(op).put(Contract.filterField(op, "attribute"), attribute);
   }
 
   private static ObjectNode compare(String op, String attribute, Object value) {
     JsonNode encoded = value(value);
-    return encoded == null ? null : attribute(op, attribute).set("value", encoded);
+    return encoded == null ? null : attribute(op, attribute).set(Contract.filterField(op, "value"), encoded);
   }
 
   /** A typed value; null when the format has no encoding for it. */
   static JsonNode value(Object v) {
-    if (v == null) return JSON.objectNode().put("t", "null");
-    if (v instanceof Boolean) return typed("bool").put("v", (Boolean) v);
+    if (v == null) return typed("null");
+    if (v instanceof Boolean) return typed("bool").put(Contract.valueField("bool", "v"), (Boolean) v);
     if (v instanceof Byte || v instanceof Short || v instanceof Integer || v instanceof Long) {
-      return typed("int").put("v", ((Number) v).longValue());
+      return typed("int").put(Contract.valueField("int", "v"), ((Number) v).longValue());
     }
     if (v instanceof Float || v instanceof Double) {
       // the exact bits: a decimal rendering of a float could round differently on the other side
-      return typed("double").put("bits", Long.toString(Double.doubleToRawLongBits(((Number) v).doubleValue())));
+      return typed("double").put(Contract.valueField("double", "bits"),
+          Long.toString(Double.doubleToRawLongBits(((Number) v).doubleValue())));
     }
     if (v instanceof scala.math.BigDecimal) v = ((scala.math.BigDecimal) v).bigDecimal();
-    if (v instanceof java.math.BigDecimal) return typed("decimal").put("v", ((java.math.BigDecimal) v).toPlainString());
-    if (v instanceof String) return typed("string").put("v", (String) v);
+    if (v instanceof java.math.BigDecimal) {
+      return typed("decimal").put(Contract.valueField("decimal", "v"), ((java.math.BigDecimal) v).toPlainString());
+    }
+    if (v instanceof String) return typed("string").put(Contract.valueField("string", "v"), (String) v);
     // java.sql.Date/Timestamp (hybrid calendar) do not come: encodeAll asks for java.time values
-    if (v instanceof LocalDate) return typed("date").put("v", v.toString());
-    if (v instanceof Instant) return typed("timestamp").put("micros", DateTimeUtils.instantToMicros((Instant) v));
-    if (v instanceof LocalDateTime) return typed("timestamp_ntz").put("v", v.toString());
-    if (v instanceof byte[]) return typed("binary").put("v", Base64.getEncoder().encodeToString((byte[]) v));
+    if (v instanceof LocalDate) return typed("date").put(Contract.valueField("date", "v"), v.toString());
+    if (v instanceof Instant) {
+      return typed("timestamp").put(Contract.valueField("timestamp", "micros"),
+          DateTimeUtils.instantToMicros((Instant) v));
+    }
+    if (v instanceof LocalDateTime) {
+      return typed("timestamp_ntz").put(Contract.valueField("timestamp_ntz", "v"), v.toString());
+    }
+    if (v instanceof byte[]) {
+      return typed("binary").put(Contract.valueField("binary", "v"), Base64.getEncoder().encodeToString((byte[]) v));
+    }
     return null;
   }
 
-  private static ObjectNode typed(String type) {
-    return JSON.objectNode().put("t", type);
+  private static ObjectNode typed(String tag) {
+    return JSON.objectNode().put(Contract.VALUE_TAG, Contract.valueTag(tag));
   }
 }

@@ -20,7 +20,6 @@ import org.apache.spark.sql.catalyst.expressions.EvalMode$;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Literal$;
-import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -28,8 +27,6 @@ import org.apache.spark.sql.types.StructType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Option;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The file index of a registered table: Spark's native Parquet scan asks it for files and it answers with the
@@ -46,7 +43,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>{@link #sizeInBytes} (Spark's size estimate, used to choose broadcast joins) is the size of the files the
  * query filters keep, not of the whole table.
  */
-public final class HshFileIndex implements FileIndex {
+public final class HshFileIndex extends FileIndexBase {
   private static final Logger LOG = LoggerFactory.getLogger(HshFileIndex.class);
   private static final long BLOCK_SIZE = 128L * 1024 * 1024;
 
@@ -99,18 +96,17 @@ public final class HshFileIndex implements FileIndex {
   }
 
   @Override
-  public Seq<Path> rootPaths() {
-    return CollectionConverters.asScala(List.of(new Path(table.location))).toSeq();
+  List<Path> rootPathList() {
+    return List.of(new Path(table.location));
   }
 
   @Override
-  public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
-    List<Expression> exact = CollectionConverters.asJava(partitionFilters);
+  List<PartitionDirectory> listPartitions(List<Expression> exact, List<Expression> dataFilters) {
     if (fixedFiles != null) return keep(partitions(fixedFiles), exact);
     Map<Expression, Expression> predicates = new LinkedHashMap<>(); // by canonical form: no leaf twice
     for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
     for (Expression e : exact) predicates.putIfAbsent(e.canonicalized(), e);
-    for (Expression e : CollectionConverters.asJava(dataFilters)) predicates.putIfAbsent(e.canonicalized(), e);
+    for (Expression e : dataFilters) predicates.putIfAbsent(e.canonicalized(), e);
     JsonNode answer = scanOrReuse(predicates);
     JsonNode m = Contract.answer(answer, "metrics", table.name);
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, metric(m, "files_kept"),
@@ -120,9 +116,8 @@ public final class HshFileIndex implements FileIndex {
   }
 
   /** Spark re-applies no partition-only predicate to rows: the partitions listed must match exactly. */
-  private Seq<PartitionDirectory> keep(List<PartitionDirectory> dirs, List<Expression> partitionFilters) {
-    return CollectionConverters.asScala(PartitionPredicate.matching(dirs, partitionFilters, table.partitionSchema))
-        .toSeq();
+  private List<PartitionDirectory> keep(List<PartitionDirectory> dirs, List<Expression> partitionFilters) {
+    return PartitionPredicate.matching(dirs, partitionFilters, table.partitionSchema);
   }
 
   @Override

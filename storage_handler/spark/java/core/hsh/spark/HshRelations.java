@@ -20,7 +20,6 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
 import scala.collection.immutable.Map$;
-import scala.jdk.javaapi.CollectionConverters;
 
 /** Spark's native Parquet relation over a registered table's {@link HshFileIndex}: one place to build it. */
 public final class HshRelations {
@@ -56,7 +55,7 @@ public final class HshRelations {
 
   /** The partition columns of the table {@code plan} reads, from the relation Spark resolved it to. */
   private static StructType partitionSchema(LogicalPlan plan, String table) {
-    for (LogicalPlan leaf : CollectionConverters.asJava(plan.collectLeaves())) {
+    for (LogicalPlan leaf : Scala.list(plan.collectLeaves())) {
       if (leaf instanceof LogicalRelation && ((LogicalRelation) leaf).relation() instanceof HadoopFsRelation) {
         return ((HadoopFsRelation) ((LogicalRelation) leaf).relation()).partitionSchema();
       }
@@ -73,11 +72,11 @@ public final class HshRelations {
   private static void collectConditions(LogicalPlan plan, AttributeSet table, List<Expression> out) {
     if (plan instanceof Filter) {
       Filter filter = (Filter) plan;
-      for (Expression e : CollectionConverters.asJava(filter.splitConjunctivePredicates(filter.condition()))) {
+      for (Expression e : Scala.list(filter.splitConjunctivePredicates(filter.condition()))) {
         if (e.references().subsetOf(table)) out.add(e);
       }
     }
-    for (LogicalPlan child : CollectionConverters.asJava(plan.children())) collectConditions(child, table, out);
+    for (LogicalPlan child : Scala.list(plan.children())) collectConditions(child, table, out);
   }
 
   /**

@@ -62,7 +62,7 @@ final class HshTable {
     String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
     String metastore = session.sparkContext().hadoopConfiguration().get("hive.metastore.uris");
     Map<String, String> storage = new TreeMap<>();
-    for (Map.Entry<String, String> kv : scala.jdk.javaapi.CollectionConverters.asJava(table.properties())
+    for (Map.Entry<String, String> kv : Scala.map(table.properties())
         .entrySet()) {
       if (Contract.isStorageSetting(kv.getKey())) storage.put(kv.getKey(), kv.getValue());
     }

@@ -7,9 +7,6 @@ import org.apache.spark.sql.catalyst.catalog.HiveTableRelation;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
-import org.apache.spark.sql.execution.datasources.LogicalRelation;
-import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractPartialFunction;
 
 /**
@@ -54,8 +51,7 @@ final class NativeScanRule extends Rule<LogicalPlan> {
     FileSystems.check(session, table.name, table.location);
     HshFileIndex index = HshFileIndex.pruning(session, table);
     // the Hive relation's output is its data columns then its partition columns: the file relation's order
-    List<AttributeReference> output = new ArrayList<>(CollectionConverters.asJava(relation.output()));
-    return new LogicalRelation(HshRelations.relation(session, table, index),
-        CollectionConverters.asScala(output).toSeq(), Option.apply(relation.tableMeta()), false, Option.empty());
+    List<AttributeReference> output = new ArrayList<>(Scala.list(relation.output()));
+    return Plans.relation(HshRelations.relation(session, table, index), output, relation.tableMeta());
   }
 }

@@ -14,7 +14,6 @@ import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.types.TimestampType;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The predicates the handler may prune by in a session. Leaving one out only prunes less: Spark applies every
@@ -42,7 +41,7 @@ final class Prunable {
     List<Expression> out = new ArrayList<>();
     for (Expression e : predicates) {
       boolean keep = true;
-      for (Attribute a : CollectionConverters.asJava(e.references().toSeq())) {
+      for (Attribute a : Scala.list(e.references().toSeq())) {
         if (caseSensitive && !partitions.contains(a.name())) keep = false;
         if (!utc && zoned.stream().anyMatch(a.name()::equalsIgnoreCase)) keep = false;
       }

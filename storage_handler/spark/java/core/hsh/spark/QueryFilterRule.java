@@ -6,8 +6,6 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
-import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractPartialFunction;
 
 /**
@@ -36,13 +34,12 @@ final class QueryFilterRule extends Rule<LogicalPlan> {
         LogicalRelation scan = (LogicalRelation) filter.child();
         HadoopFsRelation fs = (HadoopFsRelation) scan.relation();
         HshFileIndex index = (HshFileIndex) fs.location();
-        java.util.List<Expression> conjuncts = CollectionConverters.asJava(
+        java.util.List<Expression> conjuncts = Scala.list(
             filter.splitConjunctivePredicates(filter.condition()));
         if (index.queryFilters().equals(conjuncts)) return p;
         HadoopFsRelation pruned = fs.copy(index.withQueryFilters(conjuncts), fs.partitionSchema(), fs.dataSchema(),
             fs.bucketSpec(), fs.fileFormat(), fs.options(), fs.sparkSession());
-        return filter.withNewChildren(CollectionConverters.asScala(java.util.List.<LogicalPlan>of(
-            scan.copy(pruned, scan.output(), scan.catalogTable(), scan.isStreaming(), scan.stream()))).toSeq());
+        return filter.withNewChildren(Scala.seq(java.util.List.<LogicalPlan>of(Plans.withRelation(scan, pruned))));
       }
     });
   }

@@ -1,0 +1,23 @@
+package hsh.spark;
+
+import java.util.List;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.sources.BaseRelation;
+import scala.Option;
+
+/** Logical plan nodes whose shape differs by Spark line: Spark 3.5's {@link LogicalRelation} has four fields. */
+final class Plans {
+  private Plans() {}
+
+  /** A batch (not streaming) relation over {@code relation}, as the catalog entry {@code table}. */
+  static LogicalRelation relation(BaseRelation relation, List<AttributeReference> output, CatalogTable table) {
+    return new LogicalRelation(relation, Scala.seq(output), Option.apply(table), false);
+  }
+
+  /** {@code scan} reading {@code relation} instead, everything else kept. */
+  static LogicalRelation withRelation(LogicalRelation scan, BaseRelation relation) {
+    return scan.copy(relation, scan.output(), scan.catalogTable(), scan.isStreaming());
+  }
+}
