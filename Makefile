@@ -34,9 +34,10 @@ test: check-java $(STAMP) lint compat
 	    -p no:cacheprovider $$tests || exit 1; \
 	done
 
-# Seconds, not minutes: no JVM (tests that start one are marked `jvm` by their fixtures), fewer examples.
+# The inner loop: no JVM (tests that start one are marked `jvm` by their fixtures), no waiting out real
+# timeouts (`slow`), fewer property-test examples.
 test-fast: $(STAMP)
-	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -q -m "not jvm and not docker" $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -q -m "not jvm and not slow and not docker" $(PYTEST_ARGS)
 
 compat: $(COMPAT_STAMPS)
 
@@ -60,7 +61,7 @@ check-java:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[spark,test]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install --quiet -e '.[spark,test,reference-jdk]' --config-settings editable_mode=compat
 	@touch $@
 
 # Real Apache Hive 4 (metastore + HiveServer2 + Postgres) in Docker; only where a Docker engine exists.

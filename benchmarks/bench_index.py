@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     metastore = LocalMetastore(work / "home")
     started = metastore.start()
     uri, metastore_pid = started.uri, started.pid
-    from storage_handler.stats.native_footers import native_reader
+    from storage_handler.stats.footers.native_reader import native_reader
     from storage_handler.storage.native_listing import native_lister
 
     native_reader(), native_lister()  # compiled once here, not inside the first measured run

@@ -76,8 +76,8 @@ def register(uri: str, ds: TpchDataset) -> float:
     """(Re-)register the folder as a plain Hive table, then with a bloom filter on l_orderkey (last: both tables
     share the folder's index, and the last registration's choice is what the index keeps); seconds of the latter."""
     from metastore.client import MetastoreClient
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
 
     seconds = 0.0
     with MetastoreClient(uri) as client:
@@ -101,7 +101,7 @@ def index_costs(ds: TpchDataset, qs: list[Query]) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from storage_handler.stats import StatsOptions, build_index, list_data_files, load
-    from storage_handler.stats.membership_spec import MembershipSpec
+    from storage_handler.stats.membership.spec import MembershipSpec
     from storage_handler.stats.refresh import refresh_index
     from storage_handler.types import arrow_to_hive
 

@@ -63,8 +63,8 @@ def register(uri: str, name: str, root: Path) -> None:
     """Register ``root`` as ``planning.<name>`` (handler, index built) and ``planning.<name>_plain`` (plain Hive),
     unless an earlier run with the same metastore state did (same partitions)."""
     from metastore.client import MetastoreClient
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
 
     with MetastoreClient(uri) as client:
         partitions = sum(1 for p in root.iterdir() if p.name.startswith("p="))

@@ -129,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     endpoint = Endpoint(work)
     from metastore.client import MetastoreClient
     from metastore.local import LocalMetastore
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.handler import list_status_for
+    from storage_handler.registration.register import apply_registration, plan_registration
     from storage_handler.stats import update_index
     from storage_handler.table_desc import TableDesc
 

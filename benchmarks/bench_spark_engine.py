@@ -100,8 +100,8 @@ class Bench:
     """One size: a table name, its folder, the metastore, the cluster and the warm application."""
 
     def __init__(self, client: Any, uri: str, cluster_url: str, size: int, folder: Path) -> None:
-        from metastore.table_spec import parse_table_name
-        from storage_handler.stats.spark_engine import SparkEngine
+        from metastore.names import parse_table_name
+        from storage_handler.stats.engines.spark import SparkEngine
 
         self.client, self.uri, self.cluster_url = client, uri, cluster_url
         self.size, self.folder = size, folder
@@ -114,15 +114,15 @@ class Bench:
         return ["--engine", kind, *master, "--json", "--metastore", self.uri]
 
     def drop(self) -> None:
-        from metastore import hooked
         from storage_handler.handler import StorageHandler
+        from storage_handler.registration import hooked
 
         db, table = self.name.database, self.name.table
         if self.client.database_exists(db) and self.client.table_exists(db, table):
             hooked.drop_table(self.client, db, table, StorageHandler().get_meta_hook(), delete_data=False)
 
     def register(self, kind: str) -> dict[str, float]:
-        from metastore.register import apply_registration, plan_registration
+        from storage_handler.registration.register import apply_registration, plan_registration
 
         self.drop()
         if kind == "spark, warm":
@@ -131,8 +131,8 @@ class Bench:
         return timed(lambda: hsh("register", str(self.name), str(self.folder), *self.flags(kind)))
 
     def refresh(self, kind: str) -> dict[str, float]:
-        from metastore import hooked
         from storage_handler.handler import StorageHandler
+        from storage_handler.registration import hooked
 
         touch_all(self.folder)
         out: list[Any] = []

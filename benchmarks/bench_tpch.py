@@ -82,8 +82,8 @@ def check_tools() -> None:
 def register_tables(uri: str, ds: TpchDataset) -> None:
     """(Re-)register the dataset twice: through the handler, and as a plain Hive table Spark reads natively."""
     from metastore.client import MetastoreClient
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
 
     with MetastoreClient(uri) as client:
         for name in (TABLE, PLAIN):

@@ -6,14 +6,25 @@ Both run as background JVMs owned by a state folder (``$HSH_HOME``, default ``~/
     <state>/thriftserver/{service.json, thriftserver.log}              Spark Thrift Server (HiveServer2)
     <state>/warehouse/                                                  hive.metastore.warehouse.dir
 
-``service.json`` records the PID, the process start time (so a recycled PID is never mistaken for ours), the port
-and the URI. ``start`` reuses a running, answering service; ``stop`` signals exactly that PID's process group
-(the one ``start`` created), never anything found by name.
+``service.json`` records the PID, the port and the URI. ``start`` reuses a running, answering service; ``stop``
+signals exactly that PID's process group (the one ``start`` created), never anything found by name.
+
+Two rules make it safe for several ``hsh`` commands (scripts, notebooks) to start the same service at once:
+
+* **Check-then-start under a lock.** ``start`` holds an exclusive ``flock`` on ``<service>/start.lock`` from
+  reading ``service.json`` until the service answers (or fails), so exactly one starter launches a JVM and the
+  others wait and reuse it; the record is written through a temporary file of the writer's own, so no starter can
+  remove another's.
+* **Liveness by a held lock, not by /proc.** The JVM inherits an open ``<service>/alive.lock`` that the starter
+  locked; the lock lives exactly as long as the JVM (the kernel drops it when the last holder exits), so a
+  recycled PID is never mistaken for ours and no ``/proc`` is needed. Records of older versions, without it,
+  fall back to the PID and its ``/proc`` start time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -21,8 +32,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -68,10 +80,53 @@ class ServiceInfo:
     log_path: str
     started_at: float
     proc_start: str | None
+    alive_lock: str = ""  # the lock file the service's JVM holds while it lives (empty in older records)
 
     def alive(self) -> bool:
+        if self.alive_lock:
+            held = _lock_held(Path(self.alive_lock))
+            if held is not None:
+                return held
         start = _process_start_time(self.pid)
-        return start is not None and (self.proc_start is None or start == self.proc_start)
+        if start is None:
+            return _pid_exists(self.pid) and self.proc_start is None
+        return self.proc_start is None or start == self.proc_start
+
+
+def _lock_held(path: Path) -> bool | None:
+    """Whether some process holds ``path``'s lock (None: no such file)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing also drops the lock if we just took it
+    return False
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold ``path``'s lock (blocking) for the ``with`` block."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 class LocalService:
@@ -85,6 +140,8 @@ class LocalService:
         self.folder = self.home / self.name
         self.info_path = self.folder / "service.json"
         self.log_path = self.folder / f"{self.name}.log"
+        self.start_lock = self.folder / "start.lock"
+        self.alive_lock = self.folder / "alive.lock"
 
     # -- to be provided by subclasses
     def command(self, port: int) -> list[str]:
@@ -112,8 +169,13 @@ class LocalService:
         return info
 
     def start(self, port: int | None = None, *, progress: Callable[[str], None] | None = None) -> ServiceInfo:
-        """Start the service, or return the running one if it answers. Blocks until it is ready."""
-        say = progress or (lambda _msg: None)
+        """Start the service, or return the running one if it answers. Blocks until it is ready; concurrent
+        starters wait for the first one and reuse its service (see the module docstring)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with _exclusive(self.start_lock):
+            return self._start_locked(port, progress or (lambda _msg: None))
+
+    def _start_locked(self, port: int | None, say: Callable[[str], None]) -> ServiceInfo:
         running = self.status()
         if running is not None:
             if self.probe(running.port):
@@ -123,23 +185,36 @@ class LocalService:
                 f"{running.port}; see {running.log_path}, or run `hsh {self.name} stop` and start it again"
             )
         find_java()
-        self.folder.mkdir(parents=True, exist_ok=True)
         port = port or free_port()
         if _port_open(port):
             raise ProcessError(f"cannot start the embedded {self.name}: port {port} is already in use")
         say(f"starting the embedded {self.name} on {LOOPBACK}:{port} (log: {self.log_path})")
-        with open(self.log_path, "ab") as log_file:
-            proc = subprocess.Popen(
-                self.command(port), cwd=self.folder, env=self.env(), stdin=subprocess.DEVNULL,
-                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-            )
+        command = self.command(port)
+        alive_fd = os.open(self.alive_lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(alive_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ProcessError(
+                    f"an embedded {self.name} started earlier still runs (it holds {self.alive_lock}) but its "
+                    f"record {self.info_path} is gone: stop that process (`fuser {self.alive_lock}` names it), "
+                    "then start again"
+                ) from None
+            with open(self.log_path, "ab") as log_file:
+                proc = subprocess.Popen(
+                    command, cwd=self.folder, env=self.env(), stdin=subprocess.DEVNULL, stdout=log_file,
+                    stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(alive_fd,),
+                )
+        finally:
+            os.close(alive_fd)  # the JVM keeps its copy, and with it the lock, for as long as it runs
         info = ServiceInfo(
             name=self.name, pid=proc.pid, port=port, uri=self.uri_for(port), log_path=str(self.log_path),
-            started_at=time.time(), proc_start=_process_start_time(proc.pid),
+            started_at=time.time(), proc_start=_process_start_time(proc.pid), alive_lock=str(self.alive_lock),
         )
-        tmp = self.info_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(info), indent=2))
-        os.replace(tmp, self.info_path)
+        with tempfile.NamedTemporaryFile("w", dir=self.folder, prefix=".service-", suffix=".tmp",
+                                         delete=False) as tmp:
+            tmp.write(json.dumps(asdict(info), indent=2))
+        os.replace(tmp.name, self.info_path)
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -274,23 +349,24 @@ def compile_launcher() -> Path | None:
 
 
 class LocalThriftServer(LocalService):
-    """Spark's HiveServer2 (HiveThriftServer2 from the wheel) bound to 127.0.0.1, using a given metastore."""
+    """Spark's HiveServer2 (HiveThriftServer2 of the Spark in use) bound to 127.0.0.1.
+
+    ``spark_conf`` is the whole Spark configuration it runs with (its metastore included); the Spark side builds it
+    (:func:`storage_handler.spark.config.thrift_server`), so this launcher knows nothing of the handler.
+    """
 
     name = "thriftserver"
 
-    def __init__(self, metastore_uri: str | None = None, home: Path | None = None) -> None:
+    def __init__(self, spark_conf: Mapping[str, str] | None = None, home: Path | None = None) -> None:
         super().__init__(home)
-        self.metastore_uri = metastore_uri
+        self.spark_conf = dict(spark_conf or {})
 
     def command(self, port: int) -> list[str]:
-        if not self.metastore_uri:
-            raise ProcessError("the Thrift server needs a metastore URI")
-        from storage_handler.spark.config import spark_conf
-
-        conf = spark_conf(self.metastore_uri, warehouse=str(self.home / "warehouse"))
+        if not self.spark_conf.get("spark.hadoop.hive.metastore.uris"):
+            raise ProcessError("the Thrift server needs a metastore: spark.hadoop.hive.metastore.uris is not set")
         args = [str(spark_home() / "bin" / "spark-submit"), "--class",
                 "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2", "--name", "hsh-thriftserver"]
-        for key, value in conf.items():
+        for key, value in self.spark_conf.items():
             args += ["--conf", f"{key}={value}"]
         args += [
             "--hiveconf", f"hive.server2.thrift.port={port}",

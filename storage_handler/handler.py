@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
-from metastore.table_spec import INPUT_FORMAT, OUTPUT_FORMAT, SERDE
 from storage_handler import job_conf as keys
 from storage_handler.catalog import PartitionSource
 from storage_handler.catalog.metastore_source import METASTORE_URIS
@@ -44,6 +43,11 @@ from storage_handler.meta_hook import IndexMetaHook
 from storage_handler.sarg import serde as sarg_serde
 from storage_handler.storage import s3a_settings
 from storage_handler.table_desc import TableDesc
+
+# Hive's own Parquet classes: what the metastore records, so Hive, Trino and plain Spark read the table natively
+INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
+OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
+SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 
 
 class StorageHandler:

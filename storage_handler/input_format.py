@@ -52,11 +52,24 @@ from storage_handler.sarg import ExprOp, SearchArgument
 from storage_handler.split import Split
 from storage_handler.stats import DataFile
 from storage_handler.stats import load as load_index
-from storage_handler.stats.index import index_rows
+from storage_handler.stats.columns import (
+    BLOOM_FILTERS,
+    MAX_VALUES,
+    MIN_VALUES,
+    MODIFICATION_TIME,
+    NULL_COUNT,
+    NUM_RECORDS,
+    PARTITION_VALUES,
+    PATH,
+    SIZE,
+    VALUE_LISTS,
+    VERSION_TAG,
+)
+from storage_handler.stats.files.diff import index_rows
 from storage_handler.storage import storage_for
 
 log = logging.getLogger(__name__)
-STATS_COLUMNS = ("num_records", "min_values", "max_values", "null_count", "bloom_filters", "value_lists")
+STATS_COLUMNS = (NUM_RECORDS, MIN_VALUES, MAX_VALUES, NULL_COUNT, BLOOM_FILTERS, VALUE_LISTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +123,7 @@ class ListStatusResult:
 
     @functools.cached_property
     def files(self) -> tuple[FileStatus, ...]:
-        columns = [self.kept.batch.column(n).to_pylist() for n in ("path", "size", "modification_time")]
+        columns = [self.kept.batch.column(n).to_pylist() for n in (PATH, SIZE, MODIFICATION_TIME)]
         partitions = self.kept.partitions
         return tuple(FileStatus(path, size, mtime, partitions[part]) for path, size, mtime, part in zip(
             *columns, self.kept.partition_of.to_pylist(), strict=True))
@@ -125,11 +138,11 @@ def is_trivial(sarg: SearchArgument) -> bool:
 def scan_batch(files: Sequence[DataFile]) -> pa.Table:
     """The scan files as one Arrow batch: path, size, mtime, version tag and the partition-values map."""
     return pa.table({
-        "path": pa.array([f.path for f in files], pa.string()),
-        "size": pa.array([f.size for f in files], pa.int64()),
-        "modification_time": pa.array([f.mtime_ms for f in files], pa.int64()),
-        "version_tag": pa.array([f.version for f in files], pa.string()),
-        "partition_values": pa.array([list(f.partition_values.items()) for f in files],
+        PATH: pa.array([f.path for f in files], pa.string()),
+        SIZE: pa.array([f.size for f in files], pa.int64()),
+        MODIFICATION_TIME: pa.array([f.mtime_ms for f in files], pa.int64()),
+        VERSION_TAG: pa.array([f.version for f in files], pa.string()),
+        PARTITION_VALUES: pa.array([list(f.partition_values.items()) for f in files],
                                      pa.map_(pa.string(), pa.string())),
     })
 
@@ -138,9 +151,9 @@ def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]
     """Add the index's stats columns to the scan batch, aligned by path; unknown or changed files get nulls."""
     if index is None or index.num_rows == 0:
         return scan, scan.num_rows
-    positions, _ = index_rows(scan.column("path"), index.column("path"))
+    positions, _ = index_rows(scan.column(PATH), index.column(PATH))
     fresh = pa.scalar(True)
-    for column in ("size", "modification_time", "version_tag"):  # all must match; a null never does
+    for column in (SIZE, MODIFICATION_TIME, VERSION_TAG):  # all must match; a null never does
         fresh = pc.and_kleene(fresh, pc.equal(pc.take(index.column(column), positions), scan.column(column)))
     fresh = pc.fill_null(fresh, False)
     positions = pc.if_else(fresh, positions, pa.scalar(None, positions.type))
@@ -177,7 +190,7 @@ class ParquetInputFormat:
             listed = list_table_batch(conf.location, table=conf.table, storage=storage)
         scan = listed.batch
         t2 = time.perf_counter()
-        sizes = scan.column("size")
+        sizes = scan.column(SIZE)
         index_version = None
         if evaluator is None:
             selection = after_parts = pa.array(np.ones(scan.num_rows, dtype=bool), pa.bool_())

@@ -1,7 +1,7 @@
 """``IndexMetaHook``: Hive's ``HiveMetaHook`` for this handler, run client-side around the metastore calls.
 
 Hive's client calls ``pre_*`` before the metastore call, ``commit_*`` after it succeeded and ``rollback_*`` if it
-failed (see :mod:`metastore.hooked`, which does exactly that). Here that means:
+failed (see :mod:`storage_handler.registration.hooked`, which does exactly that). Here that means:
 
 * create: ``pre_create_table`` builds and commits the statistics index next to the data and records its version
   in the table's ``hsh.index.*`` parameters (so the table is created already pointing at it);
@@ -24,9 +24,9 @@ from storage_handler.catalog import PartitionSource, is_under, list_partition_fi
 from storage_handler.contract import PARAM_INDEX_VERSION
 from storage_handler.stats import FooterEngine, StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
-from storage_handler.stats.engine import ProgressCallback
-from storage_handler.stats.file_list import FileList
-from storage_handler.stats.listing import DataFile, list_data_files
+from storage_handler.stats.engines.local import ProgressCallback
+from storage_handler.stats.files.file_list import FileList
+from storage_handler.stats.files.walk import DataFile, list_data_files
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.table_desc import TableDesc
 

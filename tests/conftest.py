@@ -24,7 +24,7 @@ s3_support.configure_environment()  # before any Spark JVM or subprocess starts:
 #: JVM some other way (an ``hsh`` command on the embedded metastore) says ``@pytest.mark.jvm`` itself.
 JVM_FIXTURES = frozenset({
     "metastore_uri", "spark", "hiveserver2", "oracle_pool", "hive_oracle", "realm", "secured_metastore",
-    "plain_metastore", "kerberized_thriftserver", "cluster",
+    "plain_metastore", "kerberized_thriftserver", "cluster", "jvm_doubles",
 })
 
 
@@ -97,9 +97,9 @@ def hiveserver2(metastore_uri: str, hsh_home: Path) -> Iterator[tuple[str, int]]
         host, _, port = external.rpartition(":")
         yield host or "127.0.0.1", int(port)
         return
-    from metastore.local import LocalThriftServer
+    from storage_handler.spark.config import thrift_server
 
-    service = LocalThriftServer(metastore_uri, hsh_home)
+    service = thrift_server(metastore_uri, hsh_home)
     info = service.start()
     try:
         yield "127.0.0.1", info.port

@@ -2,7 +2,7 @@
 
 A child calls :func:`install` before it commits: the next commit then stops at ``point``, creates ``marker``
 (the test's signal that the child got there) and sleeps until it is killed. Used by the store's own crash tests
-(``tests/stats/test_store.py``) and by the reliability scenario that kills ``hsh`` commands
+(``tests/stats/index/test_store.py``) and by the reliability scenario that kills ``hsh`` commands
 (``tests/reliability/test_index_crash.py``).
 
 * ``torn_snapshot``: the new snapshot is being written: half of it sits in a local temporary file (an S3 PUT cut
@@ -24,7 +24,7 @@ AFTER_COMMIT = "before_collect"
 
 def install(point: str, marker: str) -> None:
     """Make the next index commit of this process stop at ``point``."""
-    from storage_handler.stats import versions
+    from storage_handler.stats.index import versions
     from storage_handler.storage import local, s3
     from storage_handler.storage.location import local_path
 

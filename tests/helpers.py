@@ -25,7 +25,8 @@ def folder_partitions(location: str | Path, keys: Sequence[str]) -> StaticPartit
     """The ``k=v`` folders under ``location`` as a partition source: for tests whose datasets are in no metastore
     (a real read lists the metastore's partitions instead; a folder nobody registered is not part of a table)."""
     from storage_handler.catalog import Partition, StaticPartitions
-    from storage_handler.stats.listing import list_data_files, partition_path
+    from storage_handler.hive_paths import partition_path
+    from storage_handler.stats.files.walk import list_data_files
     from storage_handler.storage import local_path
 
     root = local_path(str(location)).rstrip("/")

@@ -1,6 +1,6 @@
 """A real Spark standalone cluster from the pyspark wheel: a master and workers on 127.0.0.1, stopped by PID.
 
-Used by ``tests/stats/test_spark_engine.py`` and ``benchmarks/bench_spark_engine.py``. Every process is started
+Used by ``tests/stats/engines/test_spark.py`` and ``benchmarks/bench_spark_engine.py``. Every process is started
 here with ``start_new_session`` (its process group is its PID), so stopping signals exactly those groups, which
 hold the executors the workers launched; nothing is ever found by name.
 """

@@ -14,8 +14,8 @@ import tempfile
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from storage_handler.stats.bloom import MEMBERSHIP_TYPES
-from storage_handler.stats.membership_spec import MembershipSpec
+from storage_handler.stats.membership.bloom import MEMBERSHIP_TYPES
+from storage_handler.stats.membership.spec import MembershipSpec
 from tests.e2e_strategies import Scenario, scenarios
 from tests.helpers import examples
 from tests.test_no_false_negatives_e2e import run_scenario

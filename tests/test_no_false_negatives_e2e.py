@@ -46,12 +46,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 
 from storage_handler.handler import list_status_for
+from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION
 from storage_handler.input_format import ParquetInputFormat
 from storage_handler.job_conf import SARG_PUSHDOWN, table_properties
 from storage_handler.sarg import LeafOperator, LeafType, SearchArgument, TruthValue
 from storage_handler.sarg import serde as sarg_serde
-from storage_handler.stats import HIVE_DEFAULT_PARTITION, StatsOptions, load, update_index
-from storage_handler.stats.membership_spec import MembershipSpec
+from storage_handler.stats import StatsOptions, load, update_index
+from storage_handler.stats.membership.spec import MembershipSpec
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import HiveType, parse_hive_type
 from tests.e2e_strategies import (

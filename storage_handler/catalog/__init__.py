@@ -28,7 +28,7 @@ from storage_handler.catalog.partitions import (
     parse_partition_name,
 )
 from storage_handler.catalog.prune import prune_partition_names
-from storage_handler.stats.listing import absolute_path
+from storage_handler.stats.files.walk import absolute_path
 
 __all__ = [
     "Partition", "PartitionSource", "ScanFiles", "StaticPartitions", "absolute_path", "all_partitions",

@@ -31,13 +31,9 @@ import pyarrow.compute as pc
 
 from storage_handler.catalog.partitions import Partition
 from storage_handler.errors import ConfigurationError, StorageError
-from storage_handler.stats.file_list import FileList, is_utf8
-from storage_handler.stats.listing import (
-    is_hidden,
-    partition_path,
-    unescape_partition_value,
-    unescape_path_name,
-)
+from storage_handler.hive_paths import is_hidden, partition_path, unescape_partition_value, unescape_path_name
+from storage_handler.stats.columns import MODIFICATION_TIME, PARTITION_VALUES, PATH, SIZE, VERSION_TAG
+from storage_handler.stats.files.file_list import FileList, is_utf8
 from storage_handler.storage import (
     LOCAL,
     DirListing,
@@ -61,8 +57,8 @@ NATIVE_RUN_FOLDERS = 64
 _HIDDEN = ("_", ".")  # is_hidden's rule, inlined in the per-file loop
 PartitionPairs = tuple[tuple[str, str | None], ...]
 SCAN_SCHEMA = pa.schema([
-    ("path", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64()), ("version_tag", pa.string()),
-    ("partition_values", pa.map_(pa.string(), pa.string())),
+    (PATH, pa.string()), (SIZE, pa.int64()), (MODIFICATION_TIME, pa.int64()), (VERSION_TAG, pa.string()),
+    (PARTITION_VALUES, pa.map_(pa.string(), pa.string())),
 ])
 
 
@@ -94,9 +90,9 @@ class ScanFiles:
         def column(name: str) -> pa.Array:
             return self.batch.column(name).combine_chunks()
 
-        return FileList(column("path"), column("size").to_numpy(zero_copy_only=False).astype(np.int64),
-                        column("modification_time").to_numpy(zero_copy_only=False).astype(np.int64),
-                        column("version_tag"), self.partition_of.to_numpy(zero_copy_only=False).astype(np.int32),
+        return FileList(column(PATH), column(SIZE).to_numpy(zero_copy_only=False).astype(np.int64),
+                        column(MODIFICATION_TIME).to_numpy(zero_copy_only=False).astype(np.int64),
+                        column(VERSION_TAG), self.partition_of.to_numpy(zero_copy_only=False).astype(np.int32),
                         tuple(dict(pairs) for pairs in self.partitions))
 
 
@@ -247,7 +243,7 @@ def _batch(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], keys: Seq
         pc.take(_partition_maps(pairs, keys), partition_of),
     ], schema=SCAN_SCHEMA)
     if any(b.startswith(a) for a, b in zip(prefixes, prefixes[1:], strict=False)):
-        order = pc.sort_indices(batch.column("path"))  # stable: nested folders, or one folder registered twice
+        order = pc.sort_indices(batch.column(PATH))  # stable: nested folders, or one folder registered twice
         batch, partition_of = batch.take(order), pc.take(partition_of, order)
     return ScanFiles(batch, partition_of, pairs)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from metastore.client import MetastoreClient
 from storage_handler.catalog.partitions import Partition, parse_partition_name
 from storage_handler.errors import ConfigurationError, MetastoreError
-from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION, partition_path
+from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION, partition_path
 
 BATCH = 500
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from storage_handler.errors import MetastoreError
-from storage_handler.stats.listing import unescape_partition_value, unescape_path_name
+from storage_handler.hive_paths import unescape_partition_value, unescape_path_name
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage_handler.catalog.partitions import parse_partition_name
+from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION
 from storage_handler.pruning import PredicateEvaluator
 from storage_handler.pruning.partitions import PARTITION_VALUES_COLUMN
-from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION
 
 
 def partition_batch(names: Sequence[str], keys: Sequence[str], table: str = "?") -> pa.Table:

@@ -46,9 +46,9 @@ def add_footer_options(p: argparse.ArgumentParser) -> None:
 
 
 def footer_engine(args: argparse.Namespace) -> FooterEngine:
-    """The engine the options ask for (see :func:`storage_handler.stats.spark_engine.choose_engine`)."""
+    """The engine the options ask for (see :func:`storage_handler.stats.engines.spark.choose_engine`)."""
     from storage_handler.errors import ConfigurationError
-    from storage_handler.stats.spark_engine import choose_engine
+    from storage_handler.stats.engines.spark import choose_engine
 
     workers = getattr(args, "workers", None)
     if workers is not None and workers < 1:

@@ -16,6 +16,7 @@ from storage_handler.cli.common import (
 )
 from storage_handler.cli.output import footer_progress, out, print_json, print_mapping, print_rows, say
 from storage_handler.errors import ConfigurationError
+from storage_handler.stats.columns import PATH
 
 
 def add_commands(sub: Any) -> None:
@@ -61,7 +62,7 @@ def add_commands(sub: Any) -> None:
 
 def table_desc(args: argparse.Namespace, name_text: str) -> Any:
     from metastore.client import MetastoreClient
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.table_desc import TableDesc
 
     name = parse_table_name(name_text)
@@ -94,7 +95,7 @@ def _scan(args: argparse.Namespace) -> int:
     data["unregistered_partition_folders"] = _unregistered(args, desc)
     if args.explain and result.evaluator is not None and result.scan is not None:
         kept = {f.path for f in result.files}
-        paths = result.scan.column("path").to_pylist()
+        paths = result.scan.column(PATH).to_pylist()
         pruned = [i for i, p in enumerate(paths) if p not in kept][: args.sample]
         data["pruned_sample"] = [
             {"path": paths[i], "because": [str(r) for r in result.evaluator.explain(result.scan, i).reasons]}
@@ -177,11 +178,11 @@ def _sarg(args: argparse.Namespace) -> int:
 
 
 def _index_refresh(args: argparse.Namespace) -> int:
-    from metastore import hooked
     from metastore.client import MetastoreClient
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.handler import StorageHandler
-    from storage_handler.stats.memory import use_lean_allocator
+    from storage_handler.registration import hooked
+    from storage_handler.stats.engines.memory import use_lean_allocator
 
     use_lean_allocator()  # before the job allocates: less memory kept resident (see stats/memory.py)
 

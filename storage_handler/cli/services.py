@@ -54,11 +54,11 @@ def _spark_conf(args: argparse.Namespace) -> int:
 
 def _service(args: argparse.Namespace) -> Any:
     from metastore.local import LocalMetastore, LocalThriftServer
+    from storage_handler.spark.config import thrift_server
 
     if args.service == "metastore":
         return LocalMetastore()
-    uri = metastore_uri(args) if args.action == "start" else None
-    return LocalThriftServer(uri)
+    return thrift_server(metastore_uri(args)) if args.action == "start" else LocalThriftServer()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -92,7 +92,7 @@ def _add_membership_options(p: Any) -> None:
 
 
 def _membership_properties(args: argparse.Namespace) -> dict[str, str]:
-    from storage_handler.stats.membership_spec import (
+    from storage_handler.stats.membership.spec import (
         TABLE_PARAM_BLOOM_COLUMNS,
         TABLE_PARAM_BLOOM_FPP,
         TABLE_PARAM_VALUE_LIST_COLUMNS,
@@ -119,10 +119,10 @@ def _properties(pairs: list[str]) -> dict[str, str]:
 
 def _register(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
-    from storage_handler.stats.footer import TABLE_PARAM_SCAN_FLOAT
-    from storage_handler.stats.memory import use_lean_allocator
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
+    from storage_handler.stats.engines.memory import use_lean_allocator
+    from storage_handler.stats.index.file_stats import TABLE_PARAM_SCAN_FLOAT
 
     use_lean_allocator()  # before the job allocates: less memory kept resident (see stats/memory.py)
 
@@ -158,9 +158,9 @@ def _register(args: argparse.Namespace) -> int:
 
 def _sync(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
-    from metastore.sync import apply_sync, plan_sync
-    from metastore.table_spec import parse_table_name
-    from storage_handler.stats.memory import use_lean_allocator
+    from metastore.names import parse_table_name
+    from storage_handler.registration.sync import apply_sync, plan_sync
+    from storage_handler.stats.engines.memory import use_lean_allocator
 
     use_lean_allocator()  # before the job allocates: less memory kept resident (see stats/memory.py)
 
@@ -191,10 +191,10 @@ def _sync(args: argparse.Namespace) -> int:
 
 
 def _drop(args: argparse.Namespace) -> int:
-    from metastore import hooked
     from metastore.client import MetastoreClient
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.handler import StorageHandler
+    from storage_handler.registration import hooked
     from storage_handler.storage import parse_location
 
     name = parse_table_name(args.table)
@@ -214,8 +214,8 @@ def _drop(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
-    from metastore.describe import describe_table
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
+    from storage_handler.registration.describe import describe_table
 
     name = parse_table_name(args.table)
     with MetastoreClient(metastore_uri(args)) as client:

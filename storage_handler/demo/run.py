@@ -37,12 +37,13 @@ def say_pruning(label: str) -> None:
 
 def run_demo(home: Path | None = None) -> int:
     from metastore.client import MetastoreClient
-    from metastore.local import LocalMetastore, LocalThriftServer
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.local import LocalMetastore
+    from metastore.names import parse_table_name
     from storage_handler.demo.data import generate_events
     from storage_handler.home import state_home
+    from storage_handler.registration.register import apply_registration, plan_registration
     from storage_handler.spark import session
+    from storage_handler.spark.config import thrift_server
     from storage_handler.toolchain import find_java
 
     t0 = time.monotonic()
@@ -57,7 +58,7 @@ def run_demo(home: Path | None = None) -> int:
     started_metastore = metastore.status() is None
     say("2/5 starting the embedded Hive Metastore (first start creates its Derby schema)")
     uri = metastore.start(progress=say).uri
-    thrift = LocalThriftServer(uri, home)
+    thrift = thrift_server(uri, home)
     started_thrift = thrift.status() is None
     try:
         say(f"3/5 registering {data} as {TABLE}")

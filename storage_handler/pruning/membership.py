@@ -18,7 +18,6 @@ per query; probing is one numpy gather per literal over all files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,14 +26,13 @@ import pyarrow.compute as pc
 
 from storage_handler.pruning.bind import BoundLeaf, BoundNode, StatsColumn
 from storage_handler.pruning.domain import DomainPoint
+from storage_handler.pruning.statistics import PruningStatistics
 from storage_handler.pruning.tree import postorder
 from storage_handler.pruning.truth_codes import Plane, p_or
 from storage_handler.sarg import LeafOperator
-from storage_handler.stats.bloom import MEMBERSHIP_TYPES, canonical_hashes, ruled_out
-from storage_handler.stats.membership import BLOOM_COLUMN, VALUE_LIST_COLUMN
+from storage_handler.stats.membership.bloom import MEMBERSHIP_TYPES, canonical_hashes, ruled_out
 from storage_handler.types import HiveType, hive_to_arrow
 
-FieldAccessor = Callable[[str, str, pa.DataType], tuple[pa.Array | None, bool, bool]]
 MEMBERSHIP_OPERATORS = frozenset({LeafOperator.EQUALS, LeafOperator.NULL_SAFE_EQUALS, LeafOperator.IN})
 
 
@@ -65,13 +63,12 @@ def compile_probe(op: LeafOperator, points: tuple[DomainPoint, ...], hive_type: 
     return Probe(values, tuple(int(h) for h in canonical_hashes(values, hive_type)))
 
 
-def membership_input(field: FieldAccessor, source: StatsColumn) -> MembershipInput | None:
-    """The filters of ``source``'s column, through a batch view's ``field`` accessor (``vectorized._Batch``:
-    struct name, field, Arrow type -> array or None, present, usable)."""
+def membership_input(stats: PruningStatistics, source: StatsColumn) -> MembershipInput | None:
+    """The filters of ``source``'s column in every container, or None when none keeps any."""
     if source.hive_type.name not in MEMBERSHIP_TYPES:
         return None
-    bloom, _, ok_bloom = field(BLOOM_COLUMN, source.name, pa.binary())
-    values, _, ok_values = field(VALUE_LIST_COLUMN, source.name, pa.list_(hive_to_arrow(source.hive_type)))
+    bloom, _, ok_bloom = stats.bloom_filters(source.name)
+    values, _, ok_values = stats.value_lists(source.name, hive_to_arrow(source.hive_type))
     bloom = bloom if ok_bloom else None
     values = values if ok_values else None
     if bloom is None and values is None:

@@ -13,14 +13,14 @@ from storage_handler.pruning.bind import BoundLeaf, StatsColumn
 from storage_handler.pruning.tree import postorder
 from storage_handler.pruning.truth_codes import NO, YES
 from storage_handler.pruning.vectorized import CompiledPredicate
-from storage_handler.stats.membership import BLOOM_COLUMN, VALUE_LIST_COLUMN
+from storage_handler.stats.columns import BLOOM_FILTERS, VALUE_LISTS
 
-_NAMES = {BLOOM_COLUMN: "bloom filter", VALUE_LIST_COLUMN: "value list"}
+_NAMES = {BLOOM_FILTERS: "bloom filter", VALUE_LISTS: "value list"}
 
 
 def membership_notes(compiled: CompiledPredicate, row: pa.RecordBatch | pa.Table) -> dict[int, str]:
     """Leaf index -> note, for the leaves of a one-row batch that the file's filters decided."""
-    present = [c for c in (BLOOM_COLUMN, VALUE_LIST_COLUMN) if c in row.schema.names]
+    present = [c for c in (BLOOM_FILTERS, VALUE_LISTS) if c in row.schema.names]
     if not present:
         return {}
     full = _codes(compiled, row)

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION
 from storage_handler.pruning.domain import domain_arrow_type
+from storage_handler.pruning.statistics import PruningStatistics
+from storage_handler.stats.columns import PARTITION_VALUES
 from storage_handler.types import HiveType
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-PARTITION_VALUES_COLUMN = "partition_values"
+PARTITION_VALUES_COLUMN = PARTITION_VALUES
 
 #: Partition key types whose text is parsed; any other declared type makes its leaves unknown. ``float`` is left
 #: out because text -> float32 rounding is not reproduced identically everywhere; ``char`` because of pad spaces.
@@ -45,11 +47,10 @@ class ElementAt:
     map_column: str
     key: str
 
-    def evaluate(self, batch: pa.RecordBatch | pa.Table) -> pa.Array | None:
-        """The looked-up strings, or ``None`` when the batch has no such map column."""
-        if self.map_column not in batch.schema.names:
-            return None
-        return element_at(single_chunk(batch.column(self.map_column)), self.key)
+    def evaluate(self, stats: PruningStatistics) -> pa.Array | None:
+        """The looked-up strings, or ``None`` when the containers have no partition values."""
+        maps = stats.partition_values()
+        return None if maps is None else element_at(single_chunk(maps), self.key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +60,11 @@ class PartitionValue:
     child: ElementAt
     hive_type: HiveType
 
-    def evaluate(self, batch: pa.RecordBatch | pa.Table) -> tuple[pa.Array, pa.BooleanArray | bool]:
+    def evaluate(self, stats: PruningStatistics) -> tuple[pa.Array, pa.BooleanArray | bool]:
         """``(values, unknown)``: typed values (NULL where NULL, missing or unparseable) and the unparseable mask."""
-        text = self.child.evaluate(batch)
+        text = self.child.evaluate(stats)
         if text is None:
-            return pa.nulls(batch.num_rows, _value_type(self.hive_type)), True
+            return pa.nulls(stats.num_containers, _value_type(self.hive_type)), True
         return partition_value(text, self.hive_type)
 
 

@@ -43,6 +43,7 @@ from storage_handler.pruning.bind import BoundLeaf, BoundNode, StatsColumn, Unbo
 from storage_handler.pruning.domain import DomainPoint, domain_arrow_type, to_arrow_scalar
 from storage_handler.pruning.membership import MembershipInput, Probe, compile_probe, membership_input, refine
 from storage_handler.pruning.partitions import PartitionValue, single_chunk
+from storage_handler.pruning.statistics import PruningStatistics, as_statistics
 from storage_handler.pruning.tree import And, Constant, Not, Or, children_of, postorder
 from storage_handler.pruning.truth_codes import (
     Plane,
@@ -213,33 +214,13 @@ class _Range:
 
 
 class _Batch:
-    """One evaluation's view of the scan-file batch, caching columns and per-source inputs."""
+    """One evaluation's view of the containers' statistics, caching per-source inputs."""
 
-    def __init__(self, batch: pa.RecordBatch | pa.Table) -> None:
-        self.batch = batch
-        self.length = batch.num_rows
-        self._columns: dict[str, pa.Array | None] = {}
+    def __init__(self, stats: PruningStatistics) -> None:
+        self.stats = stats
+        self.length = stats.num_containers
         self._inputs: dict[object, LeafInput] = {}
         self._file: tuple[Plane, pa.Array | None, _Range, Plane] | None = None
-
-    def column(self, name: str) -> pa.Array | None:
-        if name not in self._columns:
-            found = name in self.batch.schema.names
-            self._columns[name] = single_chunk(self.batch.column(name)) if found else None
-        return self._columns[name]
-
-    def field(self, struct_name: str, field: str, target: pa.DataType) -> tuple[pa.Array | None, bool, bool]:
-        """``(array, present, usable)`` for one field of a stats struct, cast to ``target`` if needed."""
-        struct = self.column(struct_name)
-        if struct is None or not pa.types.is_struct(struct.type) or struct.type.get_field_index(field) < 0:
-            return None, False, True
-        values = pc.struct_field(struct, field)
-        if values.type != target:
-            try:
-                values = pc.cast(values, target, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                return None, True, False
-        return values, True, True
 
     def file_state(self) -> tuple[Plane, pa.Array | None, _Range, Plane]:
         """``(stats_error set, num_records, its range, bad num_records)`` -- shared by every data column.
@@ -248,9 +229,9 @@ class _Batch:
         aggregate and become Python constants, which fold away in every leaf that uses them.
         """
         if self._file is None:
-            error = self.column("stats_error")
+            error = self.stats.errors()
             errored: Plane = False if error is None or error.null_count == len(error) else pc.is_valid(error)
-            records = self.column("num_records")
+            records = self.stats.row_counts()
             if records is not None and records.type != pa.int64():
                 records = pc.cast(records, pa.int64())
             span = _Range.of(records)
@@ -271,9 +252,9 @@ class _Batch:
 
     def _stats_input(self, source: StatsColumn) -> LeafInput:
         target = domain_arrow_type(source.hive_type)
-        mn, has_min, ok_min = self.field("min_values", source.name, target)
-        mx, has_max, ok_max = self.field("max_values", source.name, target)
-        nc, has_nc, ok_nc = self.field("null_count", source.name, pa.int64())
+        mn, has_min, ok_min = self.stats.min_values(source.name, target)
+        mx, has_max, ok_max = self.stats.max_values(source.name, target)
+        nc, has_nc, ok_nc = self.stats.null_counts(source.name)
         if not (has_min or has_max or has_nc) or not (ok_min and ok_max and ok_nc):
             return _NO_INPUT
         errored, records, span, bad_records = self.file_state()
@@ -306,10 +287,10 @@ class _Batch:
             has_null = True
         else:
             has_null = pc.not_equal(nc, 0)
-        return LeafInput(mn, mx, nostats, empty, allnull, rng, has_null, membership_input(self.field, source))
+        return LeafInput(mn, mx, nostats, empty, allnull, rng, has_null, membership_input(self.stats, source))
 
     def _partition_input(self, source: PartitionValue) -> LeafInput:
-        values, unknown = source.evaluate(self.batch)
+        values, unknown = source.evaluate(self.stats)
         values = single_chunk(values)
         isnull = p_and(pc.is_null(values), p_not(unknown))
         return LeafInput(values, values, unknown, False, isnull, p_not(p_or(unknown, isnull)), False)
@@ -349,9 +330,9 @@ class CompiledPredicate:
             register[id(node)] = len(self._steps)
             self._steps.append(step)
 
-    def evaluate(self, batch: pa.RecordBatch | pa.Table) -> TruthPlanes:
-        """One TruthValue per file (row of ``batch``), as planes."""
-        view = _Batch(batch)
+    def evaluate(self, data: PruningStatistics | pa.RecordBatch | pa.Table) -> TruthPlanes:
+        """One TruthValue per container (a file: a row of an index-shaped ``data``), as planes."""
+        view = _Batch(as_statistics(data))
         regs: list[TruthPlanes] = []
         for kind, payload, kids in self._steps:
             if kind == "leaf":
@@ -367,25 +348,26 @@ class CompiledPredicate:
                 regs.append(planes_not(regs[kids[0]]))
         return regs[-1]
 
-    def truth_values(self, batch: pa.RecordBatch | pa.Table) -> pa.Int8Array:
+    def truth_values(self, batch: PruningStatistics | pa.RecordBatch | pa.Table) -> pa.Int8Array:
         """Int8 TruthValue codes (``YES=1, NO=2, NULL=4`` bit sets), one per file."""
-        return self.evaluate(batch).to_codes(batch.num_rows)
+        return self.evaluate(batch).to_codes(as_statistics(batch).num_containers)
 
-    def keep(self, batch: pa.RecordBatch | pa.Table) -> pa.BooleanArray:
+    def keep(self, batch: PruningStatistics | pa.RecordBatch | pa.Table) -> pa.BooleanArray:
         """True for every file that may hold a matching row."""
-        return self.evaluate(batch).needed(batch.num_rows)
+        return self.evaluate(batch).needed(as_statistics(batch).num_containers)
 
-    def leaf_truth_values(self, batch: pa.RecordBatch | pa.Table) -> dict[int, pa.Int8Array]:
+    def leaf_truth_values(self, batch: PruningStatistics | pa.RecordBatch | pa.Table) -> dict[int, pa.Int8Array]:
         """Each leaf's codes, keyed by the SearchArgument leaf index (for ``explain``)."""
-        view = _Batch(batch)
+        stats = as_statistics(batch)
+        view = _Batch(stats)
         result: dict[int, pa.Int8Array] = {}
         for node in postorder(self.bound):
             if isinstance(node, BoundLeaf) and node.leaf.index not in result:
                 _, points, probe = _compile_leaf(node)
                 planes = leaf_planes(node.leaf.operator, points, view.leaf_input(node.source), probe)
-                result[node.leaf.index] = planes.to_codes(batch.num_rows)
+                result[node.leaf.index] = planes.to_codes(stats.num_containers)
             elif isinstance(node, UnboundLeaf) and node.leaf.index not in result:
-                result[node.leaf.index] = _UNKNOWN.to_codes(batch.num_rows)
+                result[node.leaf.index] = _UNKNOWN.to_codes(stats.num_containers)
         return result
 
 

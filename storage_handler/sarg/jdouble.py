@@ -1,18 +1,44 @@
-"""``Double.toString`` exactly as the JDK 17 that runs Hive and Spark here prints it.
+"""``Double.toString`` exactly as the JVM that prints Hive's SearchArguments prints it.
 
-Hive prints a FLOAT leaf's literal with ``Double.toString``. Before JDK 19 that method did *not* produce the
-shortest round-tripping digits: it runs the old ``FloatingDecimal`` digit generator, which sometimes emits an extra
-digit (``2.82879384806159008E17``) or a neighbour (``1.0E23`` prints ``9.999999999999999E22``). Python's ``repr``
-is always shortest, so matching Hive character for character needs the old algorithm. This module re-derives it
-from the JDK's published behaviour: an exact integer-ratio digit loop whose stopping test and final rounding have
-the same (asymmetric) comparisons as the JDK, including the fixed-width ``int``/``long`` overflow of its fast paths,
-which we emulate with explicit wrap-around. It is verified against the running JVM on random bit patterns.
+Hive prints a FLOAT leaf's literal with ``Double.toString``, and that method changed in JDK 19 (JDK-4511638):
+
+* JDK <= 18 runs the old ``FloatingDecimal`` digit generator, which does *not* always produce the shortest
+  round-tripping digits: it sometimes emits an extra digit (``2.82879384806159008E17``) or a neighbour (``1.0E23``
+  prints ``9.999999999999999E22``). This module re-derives it from the JDK's published behaviour: an exact
+  integer-ratio digit loop whose stopping test and final rounding have the same (asymmetric) comparisons as the
+  JDK, including the fixed-width ``int``/``long`` overflow of its fast paths, emulated with explicit wrap-around.
+* JDK 19+ prints the decimal its javadoc specifies (Giulietti's Schubfach): of all decimals that round to the
+  double, those of minimal length m (of length 1 or 2 when m is 1), the one closest to it (ties: even last
+  digit). That is Python's ``repr`` digits except for the two smallest subnormals (``4.9E-324``, not ``5e-324``);
+  :func:`_shortest` computes it exactly, taking ``repr``'s length only as a hint it checks.
+
+Which one to emulate is a property of the *JVM*, not of Hive. Hive 2.3's own servers run on Java 8 in practice
+(the newest JVM it supports), and the SearchArgument classes this package mirrors (Hive's storage-api in Spark's
+jars) run inside Spark's driver, on Java 8, 11 or 17 for Spark 3.5 and 17 or 21 for Spark 4.x: a Spark 4 driver on
+Java 21 prints ``1.0E23`` where every other supported deployment prints ``9.999999999999999E22``. So
+:func:`java_double_to_string` prints for the *printing JDK*: an explicit ``jdk`` argument; else the version scoped
+by :func:`printing_jdk` (for a caller that knows the driver's JVM); else ``$HSH_JAVA_VERSION``; else the feature
+version of the ``java`` this package launches Spark and the metastore with ($JAVA_HOME, then PATH, as Spark's own
+launcher), detected once, on the first double printed; else 17, the project's JVM. Pruning never depends on this
+choice: literals are compared as doubles; only the printed text (``to_string()``/``to_old_string()``, scan
+metrics, logs, ``hsh`` output) differs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import os
+import re
 import struct
+import subprocess
+from collections.abc import Iterator
+from contextvars import ContextVar
+from pathlib import Path
+
+from storage_handler.errors import ConfigurationError, JavaNotFoundError
+from storage_handler.toolchain import find_java
 
 _SIGNIFICAND_BITS = 52  # explicit fraction bits of an IEEE double
 _EXP_BIAS = 1023
@@ -27,6 +53,14 @@ _INSIGNIFICANT_FOR_POW2 = (
     18, 18, 19,
 )  # fmt: skip
 
+#: The JDK whose ``Double.toString`` printed the shortest digits first (JDK-4511638).
+SHORTEST_SINCE = 19
+#: The printing JDK when nothing says otherwise: the JDK this project runs Hive and Spark on.
+DEFAULT_JDK = 17
+JAVA_VERSION_ENV = "HSH_JAVA_VERSION"
+_SCOPED_JDK: ContextVar[int | None] = ContextVar("hsh_printing_jdk", default=None)
+_LOG10_2 = math.log10(2)
+
 
 def _wrap(value: int, bits: int) -> int:
     """Two's-complement wrap-around of a Java ``int`` (32) or ``long`` (64) result."""
@@ -35,19 +69,97 @@ def _wrap(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def java_double_to_string(value: float) -> str:
-    """Return ``java.lang.Double.toString(value)`` as printed by JDK 17 (also NaN, infinities and -0.0)."""
+@contextlib.contextmanager
+def printing_jdk(version: int) -> Iterator[None]:
+    """Print doubles as JDK ``version`` does within this block (this thread/task only: a ``ContextVar``)."""
+    token = _SCOPED_JDK.set(_checked(version))
+    try:
+        yield
+    finally:
+        _SCOPED_JDK.reset(token)
+
+
+def printing_jdk_version() -> int:
+    """The JDK feature version doubles are printed for: scoped, else ``$HSH_JAVA_VERSION``, else detected, else 17."""
+    scoped = _SCOPED_JDK.get()
+    if scoped is not None:
+        return scoped
+    configured = os.environ.get(JAVA_VERSION_ENV, "").strip()
+    if configured:
+        version = parse_java_version(configured)
+        if version is None:
+            raise ConfigurationError(
+                f"${JAVA_VERSION_ENV} must be a Java feature version such as 17 or 21, not {configured!r}"
+            )
+        return version
+    detected = detected_jdk()
+    return DEFAULT_JDK if detected is None else detected
+
+
+def parse_java_version(text: str) -> int | None:
+    """The feature version in ``17``, ``21.0.8``, ``25-ea`` or the pre-9 ``1.8.0_292`` (-> 8); None if none."""
+    match = re.match(r"\s*(\d+)(?:\.(\d+))?", text)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    if major == 1 and match.group(2) is not None:
+        major = int(match.group(2))
+    return major if major > 0 else None
+
+
+@functools.cache
+def detected_jdk() -> int | None:
+    """Feature version of the ``java`` this package launches, or None; cached (``detected_jdk.cache_clear()``).
+
+    The JDK's ``release`` file answers without starting a JVM (``make test-fast`` starts none); a runtime without
+    one is asked for its ``java.specification.version``."""
+    try:
+        java = find_java()
+    except JavaNotFoundError:
+        return None
+    release = Path(java).resolve().parent.parent / "release"
+    try:
+        found = re.search(r'^JAVA_VERSION="([^"]*)"', release.read_text(errors="replace"), re.MULTILINE)
+    except OSError:
+        found = None
+    if found is not None and (version := parse_java_version(found.group(1))) is not None:
+        return version
+    try:
+        shown = subprocess.run(
+            [java, "-XshowSettings:properties", "-version"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"java\.specification\.version = (\S+)", shown.stderr + shown.stdout)
+    return parse_java_version(found.group(1)) if found else None
+
+
+def _checked(version: int) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"a JDK feature version is a positive int such as 17 or 21, not {version!r}")
+    return version
+
+
+def java_double_to_string(value: float, jdk: int | None = None) -> str:
+    """Return ``java.lang.Double.toString(value)`` as JDK ``jdk`` prints it (default: :func:`printing_jdk_version`).
+
+    Also NaN (any payload), the infinities and -0.0."""
+    version = printing_jdk_version() if jdk is None else _checked(jdk)
     bits = struct.unpack(">Q", struct.pack(">d", value))[0]
-    negative = bits >> 63 == 1
+    sign = "-" if bits >> 63 else ""
     biased_exp = (bits >> _SIGNIFICAND_BITS) & 0x7FF
     fraction = bits & ((1 << _SIGNIFICAND_BITS) - 1)
     if biased_exp == 0x7FF:
-        if fraction:
-            return "NaN"
-        return "-Infinity" if negative else "Infinity"
+        return sign + "Infinity" if fraction == 0 else "NaN"
+    if biased_exp == 0 and fraction == 0:
+        return sign + "0.0"
+    if version >= SHORTEST_SINCE:
+        if biased_exp == 0:
+            return sign + _layout(*_shortest(fraction, 1 - _EXP_BIAS - _SIGNIFICAND_BITS, False))
+        exponent = biased_exp - _EXP_BIAS - _SIGNIFICAND_BITS
+        irregular = fraction == 0 and biased_exp > 1  # a power of two: the gap below is half as wide
+        return sign + _layout(*_shortest(fraction | 1 << _SIGNIFICAND_BITS, exponent, irregular))
     if biased_exp == 0:
-        if fraction == 0:
-            return "-0.0" if negative else "0.0"
         # Subnormal: normalize so the leading one sits where the hidden bit would be.
         significant_bits = fraction.bit_length()
         shift = _SIGNIFICAND_BITS + 1 - significant_bits
@@ -57,8 +169,76 @@ def java_double_to_string(value: float) -> str:
         fraction |= 1 << _SIGNIFICAND_BITS
         significant_bits = _SIGNIFICAND_BITS + 1
         bin_exp = biased_exp - _EXP_BIAS
-    digits, dec_exponent = _digits(bin_exp, fraction, significant_bits)
-    return ("-" if negative else "") + _layout(digits, dec_exponent)
+    return sign + _layout(*_digits(bin_exp, fraction, significant_bits))
+
+
+def _shortest(c: int, q: int, irregular: bool) -> tuple[list[int], int]:
+    """JDK 19+'s decimal for x = c * 2**q, as digits and the exponent of 0.d1d2... * 10**exponent.
+
+    R, the reals that round to x, runs from the midpoint with the double below to the one with the double above,
+    both included when c is even (IEEE round half to even). In units of 2**(q - 2): x is 4c, R is (4c - 2, 4c + 2),
+    or (4c - 1, 4c + 2) when the gap below is half as wide."""
+    lo, hi, closed = 4 * c - (1 if irregular else 2), 4 * c + 2, c % 2 == 0
+    exponents = {_floor_log10(lo, q - 2), _floor_log10(hi, q - 2)}
+    hint = len(repr(math.ldexp(c, q)).split("e")[0].replace(".", "").strip("0"))  # Python's shortest: to check
+    if hint > 1 and not _decimals(lo, hi, closed, q - 2, exponents, hint - 1) and (
+        found := _decimals(lo, hi, closed, q - 2, exponents, hint)
+    ):
+        length = hint
+    else:
+        length, found = 1, set()
+        while not (found := _decimals(lo, hi, closed, q - 2, exponents, length)):
+            length += 1
+    if length == 1:  # the javadoc's exception: the closest of the decimals in R of length 1 or 2
+        found = _decimals(lo, hi, closed, q - 2, exponents, 2)
+    if len(found) > 1:  # the closest to x, or the even one: compared on the finest grid, in integers
+        finest = min(k for _, k in found)
+        x, den = _scaled(4 * c, q - 2, finest)
+        on_grid = {d: d[0] * 10 ** (d[1] - finest) for d in found}
+        found = {min(found, key=lambda d: (abs(on_grid[d] * den - x), on_grid[d] % 2))}
+    significand, exponent = found.pop()
+    digits = [int(ch) for ch in str(significand)]
+    return digits, exponent + len(digits)
+
+
+def _decimals(lo: int, hi: int, closed: bool, e2: int, exponents: set[int], length: int) -> set[tuple[int, int]]:
+    """The decimals of at most ``length`` digits in R, as (significand without trailing zeros, exponent).
+
+    Such a decimal with leading digit at 10**e is a multiple of 10**(e - length + 1), and e is floor(log10) of R's
+    low or high end (R spans at most one power of ten), so those two grids hold them all."""
+    found: set[tuple[int, int]] = set()
+    for e in exponents:
+        k = e - length + 1
+        low, den = _scaled(lo, e2, k)
+        high, _ = _scaled(hi, e2, k)
+        first = low // den + (0 if closed and low % den == 0 else 1)
+        last = high // den - (1 if not closed and high % den == 0 else 0)
+        for g in range(first, last + 1):
+            exponent = k
+            while g % 10 == 0:
+                g, exponent = g // 10, exponent + 1
+            if g < 10**length:
+                found.add((g, exponent))
+    return found
+
+
+def _scaled(a: int, e2: int, k: int) -> tuple[int, int]:
+    """a * 2**e2 / 10**k as an integer numerator and denominator."""
+    num, den = a << max(e2, 0), 1 << max(-e2, 0)
+    return (num * 10**-k, den) if k < 0 else (num, den * 10**k)
+
+
+def _floor_log10(a: int, e2: int) -> int:
+    """floor(log10(a * 2**e2)) for a > 0, exactly: a float estimate, then corrected."""
+    e = math.floor((a.bit_length() - 1 + e2) * _LOG10_2)
+    while True:
+        num, den = _scaled(a, e2, e)
+        if num < den:
+            e -= 1
+        elif num >= 10 * den:
+            e += 1
+        else:
+            return e
 
 
 def _digits(bin_exp: int, fract_bits: int, n_significant_bits: int) -> tuple[list[int], int]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
+from metastore.local import LocalThriftServer
 from metastore.uri import parse_metastore_uri
 from storage_handler.errors import ConfigurationError
-from storage_handler.home import spark_jars
+from storage_handler.home import spark_jars, state_home
 from storage_handler.spark.jvm import native_scan_conf
 
 LOOPBACK = "127.0.0.1"
@@ -41,6 +43,13 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None, *, native_scan:
     if native_scan:
         conf.update(native_scan_conf())
     return conf
+
+
+def thrift_server(metastore_uri: str, home: Path | None = None) -> LocalThriftServer:
+    """The embedded HiveServer2 (Spark's Thrift server) for ``metastore_uri``, with the handler's extension, its
+    warehouse and state under ``home`` (default ``$HSH_HOME``)."""
+    folder = home if home is not None else state_home()
+    return LocalThriftServer(spark_conf(metastore_uri, warehouse=str(folder / "warehouse")), home)
 
 
 def hadoop_version() -> str:

@@ -74,7 +74,7 @@ class HshDataSource(DataSource):
         """The registered table's schema with its identity as field metadata (see :mod:`.table_props`)."""
         from metastore.client import MetastoreClient
         from metastore.local import resolve_metastore_uri
-        from metastore.table_spec import parse_table_name
+        from metastore.names import parse_table_name
         from storage_handler.errors import ConfigurationError
         from storage_handler.spark.table_props import spark_schema_json
         from storage_handler.table_desc import TableDesc

@@ -39,7 +39,7 @@ def _metastore_uri(spark: SparkSession) -> str:
 
 def load_table_desc(spark: SparkSession, table: str) -> TableDesc:
     from metastore.client import MetastoreClient
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.table_desc import TableDesc
 
     name = parse_table_name(table)

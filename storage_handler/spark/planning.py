@@ -18,6 +18,7 @@ from storage_handler.catalog import ScanFiles
 from storage_handler.decode.filters import Filter
 from storage_handler.input_format import FileStatus, ListStatusResult
 from storage_handler.spark.table_props import TableIdentity
+from storage_handler.stats.columns import MODIFICATION_TIME, PATH, SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ def file_rows_json(location: str, kept: ScanFiles) -> str:
         return "[]"
     root = file_uri(parse_location(location).uri)
     base = root if root.endswith("/") else root + "/"
-    paths = batch.column("path")
+    paths = batch.column(PATH)
     absolute = pc.or_(pc.starts_with(paths, "/"), pc.match_substring(paths, "://"))
     if pc.any(absolute).as_py():
         uris = pa.array([file_uri(p) if a else base + p for p, a in zip(
@@ -108,8 +109,8 @@ def file_rows_json(location: str, kept: ScanFiles) -> str:
     else:
         literals = pc.binary_join_element_wise('"', uris, '"', "")
     values = pa.array([json.dumps(dict(p), ensure_ascii=False) for p in kept.partitions], pa.string())
-    fields = {"uri": literals, "bytes": pc.cast(batch.column("size"), pa.string()),
-              "mtime_ms": pc.cast(batch.column("modification_time"), pa.string()),
+    fields = {"uri": literals, "bytes": pc.cast(batch.column(SIZE), pa.string()),
+              "mtime_ms": pc.cast(batch.column(MODIFICATION_TIME), pa.string()),
               "partition_values": pc.take(values, kept.partition_of)}
     parts: list[Any] = ["["]
     for i, name in enumerate(FILE_ROW):

@@ -23,8 +23,8 @@ from storage_handler.errors import DatasetError
 from storage_handler.spark.partition_text import spark_cast
 from storage_handler.split import Split
 from storage_handler.stats import indexed_columns
-from storage_handler.stats.listing import absolute_path
-from storage_handler.stats.rows import row_group_rows
+from storage_handler.stats.files.walk import absolute_path
+from storage_handler.stats.index.rows import row_group_rows
 from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
 
@@ -60,7 +60,7 @@ def row_groups_to_read(
 ) -> list[int]:
     """The row groups whose statistics may hold a matching row: the file-level evaluator, applied per row group.
 
-    Each row group becomes one row of an index-shaped table (:func:`~storage_handler.stats.rows.row_group_rows`:
+    Each row group becomes one row of an index-shaped table (:func:`~storage_handler.stats.index.rows.row_group_rows`:
     the same statistics rules as the index), so the very same compiled predicate decides.
     """
     everything = list(range(metadata.num_row_groups))

@@ -10,7 +10,7 @@
 
 Nothing here is written into the metastore: a registered table stays a plain Hive Parquet table for every reader.
 Earlier versions wrote ``spark.sql.sources.provider=hsh`` and the schema above as table parameters, which broke
-every Spark session without this package; ``hsh sync`` removes them (:func:`metastore.table_spec.legacy_parameters`).
+every Spark session without this package; ``hsh sync`` removes them (:func:`storage_handler.registration.table_spec.legacy_parameters`).
 """
 
 from __future__ import annotations

@@ -14,19 +14,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from storage_handler.stats.engine import FooterEngine, FooterJob, LocalEngine, ProgressCallback
-from storage_handler.stats.file_diff import FileDiff, compare
-from storage_handler.stats.file_list import FileList
-from storage_handler.stats.footer import StatsOptions
-from storage_handler.stats.index import (
+from storage_handler.stats.columns import PATH
+from storage_handler.stats.engines.local import FooterEngine, FooterJob, LocalEngine, ProgressCallback
+from storage_handler.stats.files.diff import FileDiff, compare
+from storage_handler.stats.files.file_list import FileList
+from storage_handler.stats.files.walk import DataFile, list_data_files
+from storage_handler.stats.index.file_stats import StatsOptions
+from storage_handler.stats.index.layout import (
     check_files,
     columns_of,
     indexed_columns,
     options_of,
 )
-from storage_handler.stats.listing import DataFile, list_data_files
-from storage_handler.stats.membership_refresh import carry
-from storage_handler.stats.store import DEFAULT_KEEP, IndexConflictError, IndexSnapshot, commit, load
+from storage_handler.stats.index.store import DEFAULT_KEEP, IndexConflictError, IndexSnapshot, commit, load
+from storage_handler.stats.membership.refresh import carry
 from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
 
@@ -47,7 +48,7 @@ def refresh_index(
     """The index for the current listing ``files``, reusing ``previous`` rows whose file did not change.
 
     ``seed``: index rows read moments ago by someone else (registration reads every footer once for the schema
-    and keeps the rows, :mod:`storage_handler.stats.scan`); a file to read whose seed row is still fresh by the
+    and keeps the rows, :mod:`storage_handler.stats.engines.scan`); a file to read whose seed row is still fresh by the
     same test as ``previous`` (path, size, mtime, version tag) takes that row instead of a footer read.
     """
     cols = indexed_columns(columns)
@@ -74,18 +75,18 @@ def refresh_index(
     if seeded is not None and fresh.num_rows == 0:  # registration: every row came from the scan, in path order
         fresh = seeded if seeded.schema.equals(fresh.schema) else seeded.cast(fresh.schema)
     elif seeded is not None:
-        fresh = pa.concat_tables([seeded.cast(fresh.schema), fresh]).sort_by("path")
+        fresh = pa.concat_tables([seeded.cast(fresh.schema), fresh]).sort_by(PATH)
     if prev_table is None or not len(kept):
         return fresh, diff
     reused = prev_table.take(kept)
     if before.membership != wanted.membership:  # a changed filter choice: read only the columns it adds
         by_path = {f.path: f for f in file_list}
         reused, read = carry(reused, before.membership, wanted.membership, table_location, cols,
-                             [by_path[p] for p in reused.column("path").to_pylist()], max_workers, conf)
+                             [by_path[p] for p in reused.column(PATH).to_pylist()], max_workers, conf)
         diff = FileDiff(diff.added, diff.changed, diff.removed, diff.retried, membership_changed=True,
                         membership_read=tuple(sorted(read)))
     reused = reused.cast(fresh.schema)
-    merged = pa.concat_tables([reused, fresh]).sort_by("path")
+    merged = pa.concat_tables([reused, fresh]).sort_by(PATH)
     return merged.replace_schema_metadata(fresh.schema.metadata), diff
 
 

@@ -3,7 +3,7 @@
 In the spirit of PyIceberg's ``FileIO`` and delta-kernel's ``StorageHandler``: a small protocol, one implementation
 per kind of storage (:mod:`.local`, :mod:`.s3`, :mod:`.arrow`), chosen by the location's scheme
 (:func:`storage_handler.storage.storage_for`). Everything that touches table data or index files goes through it;
-the index's commit protocol (:mod:`storage_handler.stats.store`) is written against it, not against a backend.
+the index's commit protocol (:mod:`storage_handler.stats.index.store`) is written against it, not against a backend.
 
 Why these operations and no more:
 

@@ -16,7 +16,7 @@ and the Python listing is used: the same answer, only slower (tests compare both
 
 The rules are the Python listing's: for the flat listing :func:`storage_handler.storage.local._list_by_fd`, for
 the walk :meth:`storage_handler.storage.local.LocalStorage.walk` with ``skip=is_hidden``
-(:func:`storage_handler.stats.listing.is_hidden`): names starting with ``_`` or ``.`` are hidden; a symlink to a
+(:func:`storage_handler.hive_paths.is_hidden`): names starting with ``_`` or ``.`` are hidden; a symlink to a
 file is a file; an entry removed meanwhile is left out; a missing folder is reported (flat) or walks as empty,
 not raised; the walk does not descend symlinks to folders. Names that are not UTF-8 (which Python would carry as
 surrogate escapes, and refuse or drop by its own rules) make either call answer None: list those in Python.

@@ -22,9 +22,9 @@ from storage_handler.catalog import (
 )
 from storage_handler.catalog.prune import _split_names, partition_batch
 from storage_handler.errors import StorageError
+from storage_handler.hive_paths import escape_partition_value, partition_path
 from storage_handler.input_format import ParquetInputFormat, scan_batch
 from storage_handler.stats import update_index
-from storage_handler.stats.listing import escape_partition_value, partition_path
 from storage_handler.storage import local, parse_location, storage_for
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import parse_schema_text
@@ -200,9 +200,9 @@ def test_all_partitions_without_an_all_call() -> None:
 
 
 def test_metastore_all_matches_names_then_by_names(hms, metastore_uri: str, tmp_path: Path) -> None:
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.catalog.metastore_source import MetastorePartitions
+    from storage_handler.registration.register import apply_registration, plan_registration
 
     root = tmp_path / "t"
     for value in ["1", "a/b", "x y", None]:

@@ -16,11 +16,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import build_partition, parse_table_name
+from metastore.names import parse_table_name
 from storage_handler.handler import list_status_for
+from storage_handler.hive_paths import escape_partition_value
+from storage_handler.registration.register import apply_registration, plan_registration
+from storage_handler.registration.table_spec import build_partition
 from storage_handler.spark import last_scan_metrics
-from storage_handler.stats.listing import escape_partition_value
 from storage_handler.table_desc import TableDesc
 from tests.reliability.util import write_parquet
 
@@ -132,8 +133,8 @@ def test_a_partitioned_table_without_a_metastore_is_refused(changed_table, hms) 
 def test_describe_and_sync_see_the_metastores_table(hms, metastore_uri: str, changed_table) -> None:
     """describe hints at the folders nobody registered; sync would add them, and counts as missing only the
     partition whose own location is gone (not those registered elsewhere)."""
-    from metastore.describe import describe_table
-    from metastore.sync import plan_sync
+    from storage_handler.registration.describe import describe_table
+    from storage_handler.registration.sync import plan_sync
 
     name = parse_table_name(TABLE)
     described = describe_table(hms, name)
@@ -145,8 +146,8 @@ def test_describe_and_sync_see_the_metastores_table(hms, metastore_uri: str, cha
 
 def test_index_refresh_indexes_partitions_registered_elsewhere(hms, metastore_uri: str, changed_table) -> None:
     """After a refresh the backfill's file has statistics, so a query that rules it out skips it."""
-    from metastore import hooked
     from storage_handler.meta_hook import IndexMetaHook
+    from storage_handler.registration import hooked
 
     desc = TableDesc.from_hms(hms.get_table("model", "t"), metastore_uri)
     before, _ = list_status_for(desc, "dt = '2031-01-01' and v > 99999")

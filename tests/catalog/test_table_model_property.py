@@ -17,7 +17,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metastore.table_spec import build_partition
+from storage_handler.registration.table_spec import build_partition
 from tests.reliability.util import write_parquet
 
 OPS = st.lists(st.one_of(
@@ -56,10 +56,10 @@ def _rows(spark, sql: str, native: bool) -> list[tuple]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=OPS, wheres=WHERES)
 def test_handler_reads_what_plain_spark_reads(spark, hms, metastore_uri: str, tmp_path_factory, ops, wheres) -> None:
-    from metastore import hooked
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.meta_hook import IndexMetaHook
+    from storage_handler.registration import hooked
+    from storage_handler.registration.register import apply_registration, plan_registration
 
     base = tmp_path_factory.mktemp("prop")
     root = base / "t"

@@ -29,7 +29,7 @@ class Stack:
     data_root: Path
 
 
-@pytest.fixture(params=["embedded", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(params=[pytest.param("embedded", marks=pytest.mark.jvm), pytest.param("docker", marks=pytest.mark.docker)])
 def stack(request, tmp_path: Path) -> Stack:
     if request.param == "docker":
         if not os.environ.get("HSH_DOCKER"):

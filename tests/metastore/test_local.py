@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-from metastore.local import LocalMetastore
+import pytest
+
+from metastore.local import LocalMetastore, ServiceInfo
 from tests.helpers import run_hsh
 
 
@@ -23,6 +27,7 @@ def test_second_start_reuses_the_running_metastore(metastore_uri: str, hsh_home:
     assert json.loads(proc.stdout)["pid"] == info.pid
 
 
+@pytest.mark.jvm
 def test_start_and_stop_by_pid(tmp_path: Path) -> None:
     service = LocalMetastore(tmp_path)
     info = service.start()
@@ -32,6 +37,47 @@ def test_start_and_stop_by_pid(tmp_path: Path) -> None:
     assert not info.alive()
     assert service.status() is None and not service.info_path.exists()
     assert service.stop() is None
+
+
+@pytest.mark.jvm
+def test_starters_racing_on_a_fresh_state_folder_end_with_one_metastore(tmp_path: Path) -> None:
+    """Four `hsh metastore start` at once (scripts, notebooks): all succeed with the same metastore, one JVM runs,
+    and its record survives every starter's exit (a losing starter once deleted the winner's record)."""
+    env = {**os.environ, "HSH_HOME": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-m", "storage_handler.cli.main", "metastore", "start", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(4)]
+    results = [p.communicate(timeout=300) for p in procs]
+    service = LocalMetastore(tmp_path)
+    try:
+        assert all(p.returncode == 0 for p in procs), [err for _, err in results]
+        pids = {json.loads(out)["pid"] for out, _ in results}
+        running = service.status()
+        assert running is not None and pids == {running.pid}
+        assert len(list(tmp_path.glob("metastore/.service-*.tmp"))) == 0
+    finally:
+        service.stop()
+    assert service.status() is None
+
+
+def test_liveness_is_the_held_lock_not_the_pid(tmp_path: Path) -> None:
+    """A record whose process is gone is not alive even when its PID now names another live process (PID
+    reuse), and a record with no lock file falls back to the PID."""
+    lock = tmp_path / "alive.lock"
+    lock.touch()
+    other = ServiceInfo("metastore", os.getpid(), 1, "thrift://127.0.0.1:1", "", 0.0, None, alive_lock=str(lock))
+    assert not other.alive()  # this very process is alive, but nobody holds the service's lock
+    holder = subprocess.Popen([sys.executable, "-c", f"import fcntl,time; f=open({str(lock)!r}); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print(1, flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "1"
+        assert other.alive()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not other.alive()
+    legacy = ServiceInfo("metastore", os.getpid(), 1, "thrift://127.0.0.1:1", "", 0.0, None)
+    assert legacy.alive()
 
 
 def test_java_missing_is_one_clear_line(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from storage_handler.pruning import PredicateEvaluator
 from storage_handler.pruning.membership import membership_columns
 from storage_handler.sarg import LeafType, SearchArgument, TruthValue
 from storage_handler.stats import StatsOptions, build_index, list_data_files
-from storage_handler.stats.membership_spec import MembershipSpec
+from storage_handler.stats.membership.spec import MembershipSpec
 from storage_handler.types import parse_schema_text
 from tests.pruning.helpers import builder, negated, single
 

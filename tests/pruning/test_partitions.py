@@ -18,6 +18,7 @@ from storage_handler.pruning import (
     truth_of,
 )
 from storage_handler.sarg import LeafType, TruthValue
+from storage_handler.stats.columns import IndexStatistics
 from storage_handler.types import parse_hive_type, parse_schema_text
 from tests.pruning.helpers import MAP, builder, index_table, single
 from tests.pruning.scalar_oracle import ScalarEvaluator
@@ -41,8 +42,9 @@ def test_element_at_handles_missing_keys_null_maps_slices_and_case() -> None:
 
 def test_element_at_node_on_a_batch() -> None:
     table = pa.table({"partition_values": pa.chunked_array([pa.array([[("p", "1")]], MAP), pa.array([[]], MAP)])})
-    assert ElementAt("partition_values", "p").evaluate(table).to_pylist() == ["1", None]
-    assert ElementAt("nope", "p").evaluate(table) is None
+    assert ElementAt("partition_values", "p").evaluate(IndexStatistics(table)).to_pylist() == ["1", None]
+    no_partitions = IndexStatistics(pa.table({"path": ["a"]}))  # containers without partition values: unknown
+    assert ElementAt("partition_values", "p").evaluate(no_partitions) is None
 
 
 @pytest.mark.parametrize(("type_text", "texts", "values", "unknown"), [
@@ -74,7 +76,7 @@ def test_partition_value_parses_the_declared_type(type_text: str, texts: list[st
 def test_partition_value_node() -> None:
     table = pa.table({"partition_values": pa.array([[("p", "10")], [("p", "2")]], MAP)})
     node = PartitionValue(ElementAt("partition_values", "p"), parse_hive_type("int"))
-    values, unknown = node.evaluate(table)
+    values, unknown = node.evaluate(IndexStatistics(table))
     assert values.to_pylist() == [10, 2] and unknown.to_pylist() == [False, False]
 
 

@@ -22,12 +22,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
+from metastore.names import parse_table_name
 from storage_handler.errors import StatsIndexError
 from storage_handler.handler import list_status_for
+from storage_handler.hive_paths import escape_partition_value
+from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.stats import index_dir, load
-from storage_handler.stats.listing import escape_partition_value
 from storage_handler.table_desc import TableDesc
 from tests.reliability.util import (
     assert_hms_matches_storage,
@@ -369,12 +369,13 @@ def test_corrupt_parquet_footer_after_indexing(hms, metastore_uri: str, tmp_path
 def undecodable_min(victim: Path) -> None:
     """Rewrite ``victim``'s footer so the min of its first column (an int) is 1 byte long: a value pyarrow cannot
     decode. Reading that chunk's statistics through pyarrow's bindings used to abort the whole process."""
-    from storage_handler.stats import thrift_compact as tc
+    from storage_handler.stats.footers import thrift_compact as tc
 
     body, footer = tc.split_file(victim.read_bytes())
-    for group in tc.field(footer, 4)[2][1]:
-        stats = tc.field(tc.field(tc.field(group, 1)[2][1][0], 3)[2], 12)[2]
-        tc.field(stats, 6)[2] = b"\x01"  # min_value
+    for group in tc.get(footer, tc.FileMetaData.ROW_GROUPS):
+        meta = tc.get(tc.get(group, tc.RowGroup.COLUMNS)[0], tc.ColumnChunk.META_DATA)
+        stats = tc.get(meta, tc.ColumnMetaData.STATISTICS)
+        tc.field(stats, tc.Statistics.MIN_VALUE)[2] = b"\x01"  # too short for an int column
     victim.write_bytes(tc.join_file(body, footer))
 
 
@@ -420,6 +421,7 @@ def test_sync_refuses_a_corrupt_file_in_one_line(hms, metastore_uri: str, tmp_pa
 @pytest.mark.parametrize("command", [("scan", "bad.t", "--where", "i = 1"), ("sync", "bad.t"),
                                      ("index", "refresh", "bad.t"), ("describe", "bad.t")],
                          ids=lambda c: " ".join(c))
+@pytest.mark.slow  # each waits out the client's connect retries
 def test_unreachable_metastore(command: tuple[str, ...]) -> None:
     """thrift://127.0.0.1:1 (nothing listens): fails fast with a line naming the URI and what to do."""
     t0 = time.monotonic()
@@ -493,6 +495,7 @@ def _endpoint_result(runs: dict[str, EndpointRun], kind: str) -> tuple[FakeEndpo
     return run.endpoint, msg, elapsed
 
 
+@pytest.mark.slow  # waits out the client's whole retry budget
 def test_endpoint_that_closes_every_connection(endpoint_runs) -> None:
     """A TCP server that closes every connection: one clear error within the client's retry budget."""
     _endpoint_result(endpoint_runs, "closes_at_once")

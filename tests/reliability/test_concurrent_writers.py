@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
+from metastore.names import parse_table_name
+from storage_handler.registration.register import apply_registration, plan_registration
 from tests import s3
 from tests.reliability.util import (
     assert_hms_matches_storage,

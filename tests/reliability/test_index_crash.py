@@ -18,9 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
+from metastore.names import parse_table_name
 from storage_handler.handler import list_status_for
+from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.stats import index_dir, load
 from storage_handler.storage import storage_for
 from storage_handler.table_desc import TableDesc

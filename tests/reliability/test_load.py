@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow.dataset as pads
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
+from metastore.names import parse_table_name
 from storage_handler.handler import list_status_for
+from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.stats import commit, load
 from storage_handler.table_desc import TableDesc
 from storage_handler.types import parse_schema_text

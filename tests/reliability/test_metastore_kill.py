@@ -23,6 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from metastore.client import MetastoreClient
 from tests.reliability.conftest import KillableMetastore
 from tests.reliability.util import (
@@ -39,6 +41,7 @@ from tests.reliability.util import (
     write_partitions,
 )
 
+pytestmark = pytest.mark.jvm  # every scenario starts (and kills) its own metastore
 PARTITIONS = 2000
 BATCH = "20"  # small batches: four connections add them, and the kill must still land mid-command
 KILL_AFTER = 20  # partitions the metastore must hold before it is killed: the kill lands mid-command

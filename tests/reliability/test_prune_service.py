@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
+from metastore.names import parse_table_name
+from storage_handler.registration.register import apply_registration, plan_registration
 from tests.spark.typed_data import generate_typed
 
 TABLE = "reliability.prune_service"

@@ -51,7 +51,7 @@ def test_thrift_server_listens_on_loopback_only(hiveserver2, metastore_uri: str,
         pytest.skip("an external HiveServer2 is in use: nothing embedded to inspect")
     from metastore.local import LocalThriftServer
 
-    info = LocalThriftServer(metastore_uri, hsh_home).status()
+    info = LocalThriftServer(home=hsh_home).status()
     assert info is not None and info.port == hiveserver2[1]
     sockets = _assert_loopback_only(info.pid, info.port)
     assert len(sockets) >= 2  # the Thrift port and at least the Spark driver's own
@@ -73,6 +73,7 @@ def test_pyhive_auth_none(hiveserver2) -> None:
 class _NoSaslThriftServer:
     def __new__(cls, metastore_uri: str, home: Path):  # type: ignore[no-untyped-def]
         from metastore.local import LocalThriftServer
+        from storage_handler.spark.config import spark_conf
 
         class NoSasl(LocalThriftServer):
             def command(self, port: int) -> list[str]:
@@ -80,7 +81,7 @@ class _NoSaslThriftServer:
                 at = args.index("spark-internal")
                 return [*args[:at], "--hiveconf", "hive.server2.authentication=NOSASL", *args[at:]]
 
-        return NoSasl(metastore_uri, home)
+        return NoSasl(spark_conf(metastore_uri, warehouse=str(home / "warehouse")), home)
 
 
 @pytest.fixture()
@@ -168,10 +169,9 @@ def test_credentials_stay_out_of_spark_and_thriftserver_configuration(tmp_path: 
     its log (Hive logs 'Trying to connect to metastore with URI thrift://alice:...'); the binary HMS
     protocol never uses URI credentials, so strip them (parse_metastore_uri(uri).uri)
     """
-    from metastore.local import LocalThriftServer
-    from storage_handler.spark.config import spark_conf
+    from storage_handler.spark.config import spark_conf, thrift_server
 
     uri = f"thrift://alice:{SECRET}@127.0.0.1:9083"
     assert not [k for k, v in spark_conf(uri).items() if SECRET in v]
-    command = LocalThriftServer(uri, tmp_path).command(10000)
+    command = thrift_server(uri, tmp_path).command(10000)
     assert not [a for a in command if SECRET in a]

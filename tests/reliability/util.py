@@ -144,7 +144,7 @@ def assert_hms_matches_storage(client: Any, db: str, table: str, root: Path | st
     missing = sorted(set(on_storage) - set(names))
     extra = sorted(set(names) - set(on_storage))
     assert not missing and not extra, f"missing from HMS: {missing[:10]} ({len(missing)}); extra: {extra[:10]}"
-    from storage_handler.stats.listing import HIVE_DEFAULT_PARTITION, partition_path
+    from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION, partition_path
 
     hms_table = client.get_table(db, table)
     location = hms_table.sd.location.rstrip("/")

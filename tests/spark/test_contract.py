@@ -86,8 +86,9 @@ def test_python_sends_every_metric_the_jvm_reads() -> None:
 
 
 def test_table_parameters_come_from_the_contract() -> None:
-    from metastore.table_spec import build_table, parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.job_conf import INDEX_VERSION
+    from storage_handler.registration.table_spec import build_table
     from storage_handler.types import parse_hive_type
 
     table = build_table(parse_table_name("a.b"), "/x", [("c", parse_hive_type("int"))], [], owner="me")

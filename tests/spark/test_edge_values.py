@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
+from metastore.names import parse_table_name
+from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.spark import last_scan_metrics
 
 TABLE = "edges.t"

@@ -235,7 +235,7 @@ def test_insert_into_works_and_new_rows_are_read_before_the_index_knows_them(spa
     """A handler session writes through Spark's own Hive write path, as any session does; the new file is unknown
     to the index, so it is kept (never pruned) until ``hsh index refresh`` indexes it."""
     from metastore.client import MetastoreClient
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
     from storage_handler.meta_hook import IndexMetaHook
 
     register_typed(tmp_path / "ins", metastore_uri, "native.ins", files_per_partition=1)
@@ -252,7 +252,7 @@ def test_insert_into_works_and_new_rows_are_read_before_the_index_knows_them(spa
     # once indexed, the new file is pruned by its statistics like any other
     name = parse_table_name("native.ins")
     with MetastoreClient(metastore_uri) as client:
-        from metastore import hooked
+        from storage_handler.registration import hooked
 
         hooked.refresh_table(client, name.database, name.table, IndexMetaHook())
     assert spark.sql(f"SELECT count(*) FROM native.ins WHERE {where}").collect()[0][0] == 1
@@ -294,8 +294,8 @@ def test_dates_and_timestamps_before_the_gregorian_switch(spark, metastore_uri: 
                                  "t": pa.array([dt.datetime.combine(day, dt.time(12))], pa.timestamp("us"))}),
                        root / f"part-{i}.parquet")
     from metastore.client import MetastoreClient
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
 
     with MetastoreClient(metastore_uri) as client:
         apply_registration(client, plan_registration(client, parse_table_name("native.old"), str(root)))

@@ -13,9 +13,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from storage_handler.stats import StatsOptions, bloom, read_file_stats
-from storage_handler.stats.membership_spec import MembershipSpec
-from storage_handler.stats.parquet_bloom import read_filter
+from storage_handler.stats import StatsOptions, read_file_stats
+from storage_handler.stats.membership import bloom
+from storage_handler.stats.membership.parquet_bloom import read_filter
+from storage_handler.stats.membership.spec import MembershipSpec
 from storage_handler.types import hive_to_arrow, parse_hive_type, parse_schema_text
 
 SCHEMA = "uid bigint, code string, small int"

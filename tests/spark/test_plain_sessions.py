@@ -29,8 +29,8 @@ WHERES = ["c_bigint = 5", "region = 'us' OR c_bigint < 20", "bucket = 10 AND c_s
 def tables(tmp_path_factory, metastore_uri: str, spark) -> Path:
     """A registered table, and one registered the way versions before 0.2 did, then upgraded by ``hsh sync``."""
     from metastore.client import MetastoreClient
-    from metastore.sync import apply_sync, plan_sync
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
+    from storage_handler.registration.sync import apply_sync, plan_sync
 
     root = tmp_path_factory.mktemp("plain")
     register_typed(root / "typed", metastore_uri, TABLE)

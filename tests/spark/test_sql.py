@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from metastore.register import apply_registration, plan_registration
-from metastore.table_spec import parse_table_name
+from metastore.names import parse_table_name
+from storage_handler.registration.register import apply_registration, plan_registration
 
 
 @pytest.fixture(scope="module")

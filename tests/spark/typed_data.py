@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage_handler.stats.listing import escape_partition_value
+from storage_handler.hive_paths import escape_partition_value
 
 SCHEMA = pa.schema([
     ("c_tiny", pa.int8()), ("c_small", pa.int16()), ("c_int", pa.int32()), ("c_bigint", pa.int64()),
@@ -74,8 +74,8 @@ def register_typed(root: Path, metastore_uri: str, table: str, spark: Any = None
     import pyarrow.dataset as ds
 
     from metastore.client import MetastoreClient
-    from metastore.register import apply_registration, plan_registration
-    from metastore.table_spec import parse_table_name
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
 
     generate_typed(root, **generate)
     with MetastoreClient(metastore_uri) as client:

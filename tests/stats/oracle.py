@@ -1,5 +1,5 @@
 """A scalar oracle of footer statistics: one file, one column, one row group at a time, straight from pyarrow's
-objects and :func:`convert_bound` -- the rules of :mod:`storage_handler.stats.bounds` written the obvious way, so
+objects and :func:`convert_bound` -- the rules of :mod:`storage_handler.stats.footers.bounds` written the obvious way, so
 property tests can compare the vectorized index build against it."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from storage_handler.stats import ColumnStats, FileStats
-from storage_handler.stats.convert import convert_bound
-from storage_handler.stats.footer import UNKNOWN, column_plan
-from storage_handler.stats.footer_guard import GuardReport, inspect
+from storage_handler.stats.footers.convert import convert_bound
+from storage_handler.stats.footers.guard import GuardReport, inspect
+from storage_handler.stats.index.file_stats import UNKNOWN, column_plan
 from storage_handler.types import HiveType
 
 

@@ -1,6 +1,6 @@
 """The C walk (:meth:`NativeLister.walk`) on its own: byte order of full paths, folder numbering, the cases it
 leaves to Python, and errors that name the path. Its answer against the Python walk's is checked through
-``list_data_files`` in ``tests/stats/test_listing.py``."""
+``list_data_files`` in ``tests/stats/files/test_walk.py``."""
 
 from __future__ import annotations
 

@@ -1,0 +1,267 @@
+"""Discover a Parquet dataset on storage: its data files, Hive-style partition folders and unified schema.
+
+Rules (decided here, once):
+
+* Hidden names (starting with ``_`` or ``.``) are skipped at every level, as Hive and Spark skip them; this is
+  also where the statistics index lives.
+* Every data file sits under the same sequence of ``key=value`` folders; a file elsewhere is an error naming it.
+* Listing and Hive's partition-path escaping are :mod:`storage_handler.stats.files.walk`'s (one rule for the
+  registration and the index); ``__HIVE_DEFAULT_PARTITION__`` means NULL.
+* Partition column types are inferred: ``int`` if every value fits a 32-bit integer, ``bigint`` if every value is
+  an integer, otherwise ``string`` (dates stay strings, as Hive users usually declare them).
+* The table schema is the union of all file schemas in first-seen order (files missing a column read it as NULL);
+  one column with two types is an error naming both files. Every footer is read once, for the schema and the
+  index rows together (:mod:`storage_handler.stats.engines.scan`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from storage_handler.errors import DatasetError, SchemaError
+from storage_handler.hive_paths import partition_path
+from storage_handler.stats.columns import PATH
+from storage_handler.stats.engines.local import FooterEngine, LocalEngine, ProgressCallback, build_index
+from storage_handler.stats.engines.memory import release_memory
+from storage_handler.stats.engines.scan import FooterScan
+from storage_handler.stats.files.file_list import FileList
+from storage_handler.stats.files.walk import absolute_path, list_data_files
+from storage_handler.stats.index.file_stats import StatsOptions
+from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
+from storage_handler.types import HiveType, arrow_to_hive
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What a dataset's folders say before any footer is read: its files and partitions."""
+
+    root: str  # where the files were listed: a local path or a URI
+    location: str  # as registered in the metastore
+    files: FileList
+    """Every data file, sorted by path, as columns (a ``Sequence[DataFile]``)."""
+    partition_keys: tuple[tuple[str, HiveType], ...]
+    partition_folders: Mapping[tuple[str | None, ...], str] = field(default_factory=dict, compare=False)
+    """Each partition's real folder (relative); ``p=`` and ``p=__HIVE_DEFAULT_PARTITION__`` are both NULL."""
+
+    @property
+    def partitions(self) -> list[tuple[str | None, ...]]:
+        """Distinct partition value tuples, in sorted folder order."""
+        return list(self.partition_folders) if self.partition_keys else []
+
+    def partition_name(self, values: Sequence[str | None]) -> str:
+        return partition_name(self.partition_keys, values)
+
+    def partition_files(self) -> dict[tuple[str | None, ...], tuple[int, int]]:
+        """Per partition (its values): how many data files it holds and their total size in bytes."""
+        files = self.files
+        counts = np.bincount(files.slots, minlength=len(files.partitions))
+        sizes = np.zeros(len(files.partitions), np.int64)
+        np.add.at(sizes, files.slots, files.sizes)
+        result: dict[tuple[str | None, ...], tuple[int, int]] = {}
+        for slot, mapping in enumerate(files.partitions):
+            values = tuple(mapping.values())
+            count, size = result.get(values, (0, 0))
+            result[values] = (count + int(counts[slot]), size + int(sizes[slot]))
+        return result
+
+    def partition_location(self, values: Sequence[str | None]) -> str:
+        folder = self.partition_folders.get(tuple(values)) or self.partition_name(values)
+        return self.location.rstrip("/") + "/" + folder
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """A dataset as a Hive table sees it: its :class:`Layout`, the union of its files' schemas, and the index rows
+    read on the way."""
+
+    layout: Layout
+    columns: tuple[tuple[str, HiveType], ...]
+    arrow_schema: pa.Schema = field(compare=False)
+    seed: pa.Table | None = field(default=None, compare=False)
+    """Index rows of :attr:`files` read during discovery (the index build reuses them instead of re-reading)."""
+
+    # the layout's facts, as every caller of a dataset reads them
+    root = property(lambda self: self.layout.root)
+    location = property(lambda self: self.layout.location)
+    files = property(lambda self: self.layout.files)
+    partition_keys = property(lambda self: self.layout.partition_keys)
+    partition_folders = property(lambda self: self.layout.partition_folders)
+    partitions = property(lambda self: self.layout.partitions)
+
+    def partition_name(self, values: Sequence[str | None]) -> str:
+        return self.layout.partition_name(values)
+
+    def partition_files(self) -> dict[tuple[str | None, ...], tuple[int, int]]:
+        return self.layout.partition_files()
+
+    def partition_location(self, values: Sequence[str | None]) -> str:
+        return self.layout.partition_location(values)
+
+
+def partition_name(keys: Sequence[tuple[str, HiveType]], values: Sequence[str | None]) -> str:
+    """Hive's partition name (and folder), e.g. ``dt=2024-01-01/n=__HIVE_DEFAULT_PARTITION__``."""
+    return partition_path(list(zip((k for k, _ in keys), values, strict=True)))
+
+
+def list_files(root: str, storage: Storage) -> FileList:
+    """Every visible file under ``root``; each must sit in ``key=value`` folders only (Hive reads nothing else)."""
+    location = parse_location(root)
+    if location.kind == LOCAL and storage.stat(root) is not None:
+        raise DatasetError(f"dataset path {root} is not a folder; register the folder that holds the Parquet files")
+    if not storage.is_dir(root):
+        raise DatasetError(f"dataset path {root} does not exist")
+    files = list_data_files(root, storage=storage)
+    for values, first in files.slot_members():  # one file per folder: the folder decides
+        path = files.paths[first].as_py()
+        folders = path.split("/")[:-1]
+        bad = [seg for seg in folders if "=" not in seg or seg.startswith("=")]
+        if bad or len(values) != len(folders):
+            raise DatasetError(
+                f"file {path!r} is inside folder {(bad or folders)[0]!r}, which is not a Hive partition folder "
+                "(key=value, each key once); move the file or rename the folder to start with '_' to have it ignored"
+            )
+    return files
+
+
+def _partition_folders(root: str, files: FileList) -> dict[tuple[str | None, ...], str]:
+    """Each partition's folder, in sorted folder order (one file per folder is looked at)."""
+    folders: dict[tuple[str | None, ...], str] = {}
+    for mapping, first in files.slot_members():
+        folder = files.paths[first].as_py().rsplit("/", 1)[0]
+        values = tuple(mapping.values())
+        if folders.setdefault(values, folder) != folder:
+            why = ("an empty value and __HIVE_DEFAULT_PARTITION__ are both NULL" if None in values else
+                   "their values are the same once Hive's %XX escapes are decoded")
+            raise DatasetError(
+                f"folders {folders[values]!r} and {folder!r} under {root} are the same Hive partition ({why}); "
+                "move the files into one of them"
+            )
+    return folders
+
+
+def infer_partition_type(values: Sequence[str | None]) -> HiveType:
+    present = [v for v in values if v is not None]
+    if present and all(re.fullmatch(r"[+-]?\d+", v) for v in present):
+        ints = [int(v) for v in present]
+        if all(_INT32[0] <= i <= _INT32[1] for i in ints):
+            return HiveType("int")
+        if all(_INT64[0] <= i <= _INT64[1] for i in ints):
+            return HiveType("bigint")
+    return HiveType("string")
+
+
+def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]]) -> pa.Schema:
+    """The union of the distinct file schemas (each with the first file that has it), in first-seen order."""
+    fields: dict[str, tuple[pa.Field, str]] = {}
+    for schema, path in schemas:
+        for fld in schema:
+            key = fld.name.lower()
+            if key not in fields:
+                fields[key] = (fld, path)
+                continue
+            first, first_file = fields[key]
+            if not _compatible(first.type, fld.type):
+                raise SchemaError(
+                    f"column {fld.name!r} has type {first.type} in {absolute_path(root, first_file)} but {fld.type} "
+                    f"in {absolute_path(root, path)}; rewrite one of the files so the types agree (nothing was "
+                    "registered)"
+                )
+    return pa.schema([fld.with_name(name) for name, (fld, _) in fields.items()])
+
+
+def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
+    if a.equals(b):
+        return True
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return True  # units differ between writers; all map to Hive timestamp and the index normalises them
+    try:
+        return str(arrow_to_hive(a)) == str(arrow_to_hive(b))
+    except SchemaError:
+        return False
+
+
+def discover(path: str, *, location: str | None = None, progress: Callable[[str], None] | None = None,
+             conf: Mapping[str, str] | None = None, options: StatsOptions | None = None,
+             footers: ProgressCallback | None = None, engine: FooterEngine | None = None) -> Dataset:
+    """Scan ``path`` (a local folder or a URI such as ``s3a://bucket/folder``) and describe it as a Hive table
+    would see it. ``conf`` carries ``fs.s3a.*`` settings for object stores.
+
+    Every footer is read once (:mod:`storage_handler.stats.engines.scan`): for the schema, and for the index rows under
+    ``options`` (the table's statistics options), which :attr:`Dataset.seed` hands to the index build so it reads
+    no footer again. ``footers(done, total)`` reports the pass; ``engine`` runs it (default: this machine's
+    pool; a Spark engine scans on a cluster).
+    """
+    layout = survey(path, location=location, conf=conf)
+    (progress or (lambda _m: None))(f"found {len(layout.files)} files under {layout.root}; reading their Parquet footers")
+    stats_options = options or StatsOptions()
+    scan = (engine or LocalEngine()).scan(layout.root, layout.files, stats_options, conf=conf, progress=footers)
+    return describe(layout, scan, stats_options, conf)
+
+
+def survey(path: str, *, location: str | None = None, conf: Mapping[str, str] | None = None) -> Layout:
+    """List ``path``'s files and partition folders (no footer is read): the dataset's :class:`Layout`."""
+    parsed = parse_location(path)
+    root = parsed.uri
+    files = list_files(root, storage_for(root, conf))
+    if not files:
+        raise DatasetError(f"no data files under {root} (hidden names starting with '_' or '.' are ignored)")
+    key_names = list(files[0].partition_values)
+    members = files.slot_members()  # files of one folder share one mapping: checked once per folder
+    for values, first in members:
+        if list(values) != key_names:
+            raise DatasetError(
+                f"partition folders disagree: {files[0].path!r} has keys {key_names} but {files[first].path!r} "
+                f"has {list(values)}; every file must sit under the same key=value levels"
+            )
+    keys = tuple((k, infer_partition_type([values[k] for values, _ in members])) for k in key_names)
+    return Layout(root=root, location=location or (f"file:{root}" if parsed.kind == LOCAL else root), files=files,
+                  partition_keys=keys, partition_folders=_partition_folders(root, files) if keys else {})
+
+
+def describe(layout: Layout, scan: FooterScan, options: StatsOptions,
+             conf: Mapping[str, str] | None = None) -> Dataset:
+    """The dataset of ``layout`` once its footers are scanned: refuses unreadable files, columns of two types and
+    columns that are also partition keys; the table schema is the union of the files' schemas."""
+    root = layout.root
+    if scan.unreadable:
+        f, why = scan.unreadable[0]
+        raise DatasetError(
+            f"{absolute_path(root, f.path)} is not a readable Parquet file ({' '.join(why.split())}); remove it, or "
+            "rename it to start with '_' or '.' so readers ignore it"
+        )
+    arrow_schema, columns = table_schema(layout, scan)
+    seed = _seed(root, columns, layout.files, scan, options, conf)
+    del scan  # the chunks' rows, now merged into ``seed``
+    release_memory()
+    return Dataset(layout=layout, columns=columns, arrow_schema=arrow_schema, seed=seed)
+
+
+def table_schema(layout: Layout, scan: FooterScan) -> tuple[pa.Schema, tuple[tuple[str, HiveType], ...]]:
+    """The union of the schemas ``scan`` found (its files may be a sample of the layout's), as Arrow and as Hive
+    columns; a column that is also a partition key is refused."""
+    arrow_schema = unify_schemas(layout.root, scan.schemas)
+    clash = {k for k, _ in layout.partition_keys} & {n.lower() for n in arrow_schema.names}
+    if clash:
+        raise SchemaError(
+            f"column(s) {sorted(clash)} appear both as partition folders and inside the files under {layout.root}; "
+            "Hive cannot have a data column and a partition column with the same name"
+        )
+    return arrow_schema, tuple((fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow_schema)
+
+
+def _seed(root: str, columns: Sequence[tuple[str, HiveType]], files: FileList, scan: FooterScan,
+          options: StatsOptions, conf: Mapping[str, str] | None) -> pa.Table:
+    """The index rows of every file, from the one pass (files the pass could not plan alone read now)."""
+    seed = scan.index_for(columns, options)
+    if not scan.deferred:
+        return seed
+    extra = build_index(root, columns, scan.deferred, options=options, conf=conf)
+    return pa.concat_tables([seed, extra.cast(seed.schema)]).sort_by(PATH)

@@ -1,0 +1,232 @@
+"""``hsh register``: put a Parquet dataset into the Hive Metastore as an external Parquet table.
+
+The work is split into a *plan* (pure: what the dataset looks like and what the metastore lacks) and *apply*
+(the metastore calls). ``--dry-run`` prints the plan and stops, so it can never change anything. Re-running is
+idempotent: an existing table with the same schema is kept and only missing partitions are added, in batches, with
+``ifNotExists`` so a retry after a dropped connection cannot fail on partitions that did get in.
+"""
+
+from __future__ import annotations
+
+import getpass
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from metastore.client import MetastoreClient
+from metastore.names import TableName
+from storage_handler.errors import SchemaError
+from storage_handler.handler import StorageHandler
+from storage_handler.meta_hook import PARAM_INDEX_VERSION
+from storage_handler.registration import hooked
+from storage_handler.registration.dataset import Dataset, discover
+from storage_handler.registration.table_spec import (
+    build_partition,
+    build_table,
+    drop_legacy_parameters,
+    table_columns,
+    table_partition_keys,
+)
+from storage_handler.stats import FooterEngine, StatsOptions
+from storage_handler.stats.engines.local import ProgressCallback
+from storage_handler.stats.membership.spec import TABLE_PARAMETERS as MEMBERSHIP_PARAMETERS
+from storage_handler.storage import check_no_secrets, parse_location
+
+DEFAULT_BATCH = 1000
+PARTITION_CONNECTIONS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationPlan:
+    name: TableName
+    dataset: Dataset
+    create_database: bool
+    create_table: bool
+    missing_partitions: tuple[tuple[str | None, ...], ...]
+    owner: str
+    table_properties: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-friendly description (what ``--json`` and ``--dry-run`` print)."""
+        ds = self.dataset
+        return {
+            "table": str(self.name),
+            "location": ds.location,
+            "files": len(ds.files),
+            "bytes": ds.files.total_size,
+            "columns": [{"name": n, "type": str(t)} for n, t in ds.columns],
+            "partition_keys": [{"name": n, "type": str(t)} for n, t in ds.partition_keys],
+            "partitions_total": len(ds.partitions),
+            "create_database": self.create_database,
+            "create_table": self.create_table,
+            "partitions_to_add": len(self.missing_partitions),
+            "sample_partitions_to_add": [
+                ds.partition_name(v) for v in self.missing_partitions[:5]
+            ],
+        }
+
+
+def plan_registration(
+    client: MetastoreClient,
+    name: TableName,
+    path: str,
+    *,
+    location: str | None = None,
+    owner: str | None = None,
+    table_properties: dict[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    footers: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
+) -> RegistrationPlan:
+    properties = dict(table_properties or {})
+    check_no_secrets(properties, "--table-property")
+    options = StatsOptions.for_table(properties)  # as the index will be built: discovery reads it on the way
+    dataset = discover(path, location=location, progress=progress, conf=properties, options=options,
+                       footers=footers, engine=engine)
+    create_database = not client.database_exists(name.database)
+    existing_parts: set[str] = set()
+    create_table = True
+    if not create_database and client.table_exists(name.database, name.table):
+        create_table = False
+        _check_same_shape(name, dataset, client.get_table(name.database, name.table))
+        if dataset.partition_keys:
+            existing_parts = set(client.get_partition_names(name.database, name.table))
+    missing = tuple(
+        v for v in dataset.partitions if dataset.partition_name(v) not in existing_parts
+    )
+    return RegistrationPlan(
+        name=name, dataset=dataset, create_database=create_database, create_table=create_table,
+        missing_partitions=missing, owner=owner or getpass.getuser(), table_properties=properties,
+    )
+
+
+def _check_same_shape(name: TableName, dataset: Dataset, table: Any) -> None:
+    want_cols = [(n.lower(), str(t)) for n, t in dataset.columns]
+    have_cols = [(n.lower(), t) for n, t in table_columns(table)]
+    want_keys = [(n, str(t)) for n, t in dataset.partition_keys]
+    have_keys = table_partition_keys(table)
+    if want_keys != have_keys:
+        raise SchemaError(
+            f"table {name} exists with partition keys {have_keys}, but the folders under {dataset.root} give "
+            f"{want_keys}; drop the table first (`hsh drop {name}`) to register it again"
+        )
+    if want_cols != have_cols:
+        diff = sorted(set(want_cols) ^ set(have_cols))
+        raise SchemaError(
+            f"table {name} exists with a different schema (differences: {diff}); run `hsh sync {name}` to evolve "
+            f"it, or drop it first"
+        )
+
+
+def apply_registration(
+    client: MetastoreClient,
+    plan: RegistrationPlan,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[int, int], None] | None = None,
+    progress: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
+) -> dict[str, Any]:
+    """Create what the plan says is missing, through the handler's meta hook (which builds the index)."""
+    name, ds = plan.name, plan.dataset
+    if plan.create_database:
+        client.ensure_database(name.database)
+    table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner,
+                        parameters=plan.table_properties)
+    hook = StorageHandler().get_meta_hook()
+    hook.progress, hook.engine, hook.seed, hook.known_files = progress, engine, ds.seed, ds.files
+    if ds.location != ds.root and parse_location(ds.location) != parse_location(ds.root):
+        hook.storage_root = ds.root  # --location names where readers find these files: index the scanned copy
+    if plan.create_table:
+        hooked.create_table(client, table, hook)
+    else:  # refresh the index and record its version, under the lock, on a freshly read table
+        chosen = {k: v for k, v in plan.table_properties.items() if k in MEMBERSHIP_PARAMETERS}
+
+        def change(table: Any) -> None:
+            drop_legacy_parameters(table)
+            table.parameters.update(chosen)  # a bloom-filter / value-list choice given again applies now
+
+        current, _locked = hooked.refresh_table(client, name.database, name.table, hook, change)
+    added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)
+    result = plan.summary()
+    result["partitions_added"] = added
+    result["index_version"] = int(table.parameters.get(PARAM_INDEX_VERSION, 0)) if plan.create_table else \
+        int(current.parameters.get(PARAM_INDEX_VERSION, 0))
+    diff = hook.last_diff
+    result["index_files_read"] = len(diff.added) + len(diff.changed) + len(diff.retried) if diff else 0
+    return result
+
+
+def add_partitions(
+    client: MetastoreClient,
+    table: Any,
+    dataset: Dataset,
+    values: Sequence[tuple[str | None, ...]],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[int, int], None] | None = None,
+    connections: int = PARTITION_CONNECTIONS,
+) -> int:
+    """Add partitions in batches, ``connections`` calls at a time.
+
+    Why in parallel: the metastore spends most of a call per partition (its folder checked, rows written), and
+    it serves calls on several connections at once; measured on the embedded metastore, 400 partitions took
+    12.9 s in one connection and 3.2 s in four. Every call is ``ifNotExists``, so a retried or repeated batch
+    changes nothing, and batches never depend on each other.
+    """
+    total = len(values)
+    if total == 0:
+        return 0
+    lanes = max(1, min(connections, -(-total // max(1, min(batch_size, 100)))))
+    size = max(1, min(batch_size, -(-total // lanes)))
+    batches = [values[start:start + size] for start in range(0, total, size)]
+
+    sizes = dataset.partition_files()
+
+    def add(batch: Sequence[tuple[str | None, ...]], target: MetastoreClient) -> int:
+        parts = [build_partition(table, v, dataset.partition_location(v), sizes.get(tuple(v), (0, 0)))
+                 for v in batch]
+        target.add_partitions(table.dbName, table.tableName, parts)
+        return len(batch)
+
+    done = 0
+    if lanes == 1:
+        for batch in batches:
+            done += add(batch, client)
+            if on_batch:
+                on_batch(done, total)
+        return done
+    siblings = [client.sibling() for _ in range(lanes)]
+    free: queue.SimpleQueue[MetastoreClient] = queue.SimpleQueue()
+    for sibling in siblings:
+        free.put(sibling)
+
+    failed = threading.Event()  # after one failure no new batch starts (each would retry for a whole budget)
+
+    def run(batch: Sequence[tuple[str | None, ...]]) -> int:
+        if failed.is_set():
+            return 0
+        target = free.get()
+        try:
+            return add(batch, target)
+        except BaseException:
+            failed.set()
+            raise
+        finally:
+            free.put(target)
+
+    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="hsh-partitions")
+    try:
+        futures = [pool.submit(run, batch) for batch in batches]
+        for future in futures:
+            done += future.result()  # the first failure ends the command: queued batches are cancelled
+            if on_batch:
+                on_batch(done, total)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for sibling in siblings:
+            sibling.close()
+    return done

@@ -1,0 +1,172 @@
+"""``hsh sync``: bring the metastore and the index in line with what is on storage.
+
+* new partition folders under the table folder are added; registered partitions whose location is gone are
+  dropped only with ``--drop-missing`` (a partition registered at its own location is left alone while that
+  location exists);
+* new columns found in the files are appended to the table schema;
+* the Spark provider and schema parameters that earlier versions wrote are removed (the table becomes a plain
+  Hive Parquet table for every Spark session; see :func:`storage_handler.registration.table_spec.legacy_parameters`);
+* incompatible changes are refused, naming the column, both types and the files involved: a column whose type
+  changed, a column no file has any more (dropped or renamed), partition keys that differ;
+* the index is refreshed incrementally (only new or changed footers are read).
+
+Concurrency: the whole apply runs under an exclusive HMS table lock where the metastore supports locks; the index
+commit is optimistic anyway (re-read the version, retry on conflict) and partition adds use ``ifNotExists``, so
+two syncs at once can neither lose nor duplicate a partition or an index entry. Every step is idempotent, so a
+sync interrupted by a metastore restart is finished by running it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from metastore.client import MetastoreClient
+from metastore.names import TableName
+from storage_handler.errors import SchemaError
+from storage_handler.handler import StorageHandler
+from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION, partition_path
+from storage_handler.registration import hooked
+from storage_handler.registration.dataset import Dataset, discover
+from storage_handler.registration.register import DEFAULT_BATCH, add_partitions
+from storage_handler.registration.table_spec import (
+    drop_legacy_parameters,
+    legacy_parameters,
+    table_columns,
+    table_partition_keys,
+)
+from storage_handler.stats import FooterEngine, StatsOptions
+from storage_handler.stats.engines.local import ProgressCallback
+from storage_handler.stats.files.walk import absolute_path
+from storage_handler.storage import s3a_settings, storage_for
+from storage_handler.types import HiveType, parse_hive_type
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlan:
+    name: TableName
+    dataset: Dataset
+    new_columns: tuple[tuple[str, HiveType], ...]
+    partitions_to_add: tuple[tuple[str | None, ...], ...]
+    partitions_to_drop: tuple[str, ...]
+    missing_partitions: tuple[str, ...]  # vanished from storage (dropped only with drop_missing)
+    parameters_to_remove: tuple[str, ...] = ()  # what earlier versions wrote for Spark (see legacy_parameters)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "table": str(self.name),
+            "parameters_to_remove": list(self.parameters_to_remove),
+            "files": len(self.dataset.files),
+            "new_columns": [{"name": n, "type": str(t)} for n, t in self.new_columns],
+            "partitions_to_add": [self.dataset.partition_name(v) for v in self.partitions_to_add],
+            "partitions_to_drop": list(self.partitions_to_drop),
+            "missing_partitions_kept": [p for p in self.missing_partitions if p not in self.partitions_to_drop],
+        }
+
+
+def plan_sync(
+    client: MetastoreClient, name: TableName, *, drop_missing: bool = False,
+    progress: Callable[[str], None] | None = None, footers: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
+) -> SyncPlan:
+    table = client.get_table(name.database, name.table)
+    conf = s3a_settings(table.parameters)
+    dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf,
+                       options=StatsOptions.for_table(table.parameters), footers=footers, engine=engine)
+    new_columns = _schema_changes(name, table, dataset)
+    registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
+    have = {_name(table, p) for p in registered}
+    on_storage = {dataset.partition_name(v): v for v in dataset.partitions}
+    to_add = tuple(v for p, v in on_storage.items() if p not in have)
+    # vanished: a registered partition whose own location is gone (one registered elsewhere is not missing
+    # just because the table folder has no k=v folder for it)
+    missing = tuple(sorted(_name(table, p) for p in registered
+                           if not storage_for(p.sd.location, conf).is_dir(p.sd.location)))
+    return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing,
+                    tuple(legacy_parameters(table.parameters)))
+
+
+def _name(table: Any, partition: Any) -> str:
+    """Hive's name of a registered partition (``k1=v1/k2=v2``, escaped; NULL as the default partition)."""
+    values = [None if v == HIVE_DEFAULT_PARTITION else v for v in partition.values]
+    return partition_path(list(zip([k.name for k in table.partitionKeys], values, strict=True)))
+
+
+def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tuple[str, HiveType], ...]:
+    keys_have = [(n.lower(), t) for n, t in table_partition_keys(table)]
+    keys_found = [(n, str(t)) for n, t in dataset.partition_keys]
+    if [n for n, _ in keys_have] != [n for n, _ in keys_found]:
+        raise SchemaError(
+            f"table {name}: partition keys are {[n for n, _ in keys_have]} in the metastore but the folders under "
+            f"{dataset.root} give {[n for n, _ in keys_found]}; partition keys cannot change, register a new table"
+        )
+    have = {n.lower(): parse_hive_type(t) for n, t in table_columns(table)}
+    found = {n.lower(): t for n, t in dataset.columns}
+    for column, old in have.items():
+        if column not in found:
+            raise SchemaError(
+                f"table {name}: column {column!r} ({old}) is in the metastore but in none of the "
+                f"{len(dataset.files)} files under {dataset.root} (dropped or renamed?); dropping or renaming "
+                "columns is not supported, restore the column or register a new table"
+            )
+        if str(found[column]) != str(old):
+            files = _files_with(dataset, column, found[column])
+            raise SchemaError(
+                f"table {name}: column {column!r} is {old} in the metastore but {found[column]} in "
+                f"{', '.join(files[:3])}{' ...' if len(files) > 3 else ''}; type changes are not supported, "
+                "rewrite those files with the table's type"
+            )
+    return tuple((n, t) for n, t in dataset.columns if n.lower() not in have)
+
+
+def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]:
+    import pyarrow.parquet as pq
+
+    from storage_handler.types import arrow_to_hive
+
+    hits = []
+    storage = storage_for(dataset.root)
+    for f in dataset.files:
+        uri = absolute_path(dataset.root, f.path)
+        with storage.open_input(uri) as source:
+            schema = pq.read_schema(source)
+        for field in schema:
+            if field.name.lower() == column and str(arrow_to_hive(field.type, column)) == str(hive_type):
+                hits.append(uri)
+    return hits
+
+
+def apply_sync(
+    client: MetastoreClient, plan: SyncPlan, *, batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[int, int], None] | None = None, progress: ProgressCallback | None = None,
+    engine: FooterEngine | None = None,
+) -> dict[str, Any]:
+    name, ds = plan.name, plan.dataset
+    hook = StorageHandler().get_meta_hook()
+    hook.progress, hook.engine, hook.seed, hook.known_files = progress, engine, ds.seed, ds.files
+    def change_table(table: Any) -> None:
+        if plan.new_columns:
+            have = {c.name.lower() for c in table.sd.cols}
+            table.sd.cols.extend(
+                hms.FieldSchema(name=n, type=str(t), comment=None) for n, t in plan.new_columns if n.lower() not in have
+            )
+        drop_legacy_parameters(table)  # as the table is now, under the lock
+
+    # The schema change, the upgrade and the index refresh happen under the lock on a freshly read table;
+    # partition calls are idempotent (ifNotExists / ifExists), so they need no lock.
+    table, locked = hooked.refresh_table(client, name.database, name.table, hook, change_table)
+    added = add_partitions(client, table, ds, plan.partitions_to_add, batch_size=batch_size, on_batch=on_batch)
+    for start in range(0, len(plan.partitions_to_drop), batch_size):
+        client.drop_partitions(name.database, name.table, plan.partitions_to_drop[start : start + batch_size])
+    diff = hook.last_diff
+    return {
+        **plan.summary(), "dry_run": False, "locked": locked, "partitions_added": added,
+        "partitions_dropped": len(plan.partitions_to_drop),
+        "index_version": int(table.parameters.get("hsh.index.version", 0)),
+        "index_added": len(diff.added) if diff else 0, "index_changed": len(diff.changed) if diff else 0,
+        "index_removed": len(diff.removed) if diff else 0,
+        "index_membership_read": list(diff.membership_read) if diff else [],
+    }

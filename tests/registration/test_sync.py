@@ -1,0 +1,179 @@
+"""``hsh sync``: new partitions and columns, refused schema changes, dry run, and two syncs at once."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from metastore.names import parse_table_name
+from storage_handler.errors import SchemaError
+from storage_handler.registration.register import apply_registration, plan_registration
+from storage_handler.registration.sync import apply_sync, plan_sync
+from storage_handler.stats import load
+from tests.helpers import run_hsh
+
+
+def _write(root: Path, part: str, name: str, table: pa.Table) -> None:
+    (root / part).mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, root / part / name)
+
+
+def _data_files(root: Path) -> list[Path]:
+    return [f for f in root.rglob("*.parquet") if "_hsh_index" not in f.parts]
+
+
+@pytest.fixture()
+def small_table(hms, tmp_path: Path, request) -> tuple[str, Path]:
+    root = tmp_path / "t"
+    for day in ("1", "2"):
+        _write(root, f"d={day}", "a.parquet", pa.table({"x": pa.array([int(day)], pa.int64()), "s": ["v"]}))
+    name = "sync.t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[-40:]
+    apply_registration(hms, plan_registration(hms, parse_table_name(name), str(root)))
+    return name, root
+
+
+def test_new_partitions_and_columns_are_added(hms, small_table) -> None:
+    name, root = small_table
+    _write(root, "d=3", "a.parquet", pa.table({"x": pa.array([3], pa.int64()), "s": ["w"], "extra": [1.5]}))
+    tn = parse_table_name(name)
+    plan = plan_sync(hms, tn)
+    assert [n for n, _ in plan.new_columns] == ["extra"] and len(plan.partitions_to_add) == 1
+    result = apply_sync(hms, plan)
+    assert result["partitions_added"] == 1 and result["index_added"] >= 1
+    table = hms.get_table(tn.database, tn.table)
+    assert [(c.name, c.type) for c in table.sd.cols] == [("x", "bigint"), ("s", "string"), ("extra", "double")]
+    assert "d=3" in hms.get_partition_names(tn.database, tn.table)
+    assert not any(k.startswith("spark.sql.sources") for k in table.parameters)  # still a plain Hive table
+    snapshot = load(table.sd.location)
+    assert sorted(snapshot.table.column("path").to_pylist()) == ["d=1/a.parquet", "d=2/a.parquet", "d=3/a.parquet"]
+    assert apply_sync(hms, plan_sync(hms, tn))["partitions_added"] == 0  # converged
+
+
+def test_vanished_partitions_are_dropped_only_when_asked(hms, small_table) -> None:
+    name, root = small_table
+    tn = parse_table_name(name)
+    shutil.rmtree(root / "d=2")
+    plan = plan_sync(hms, tn)
+    assert plan.partitions_to_drop == () and plan.missing_partitions == ("d=2",)
+    apply_sync(hms, plan)
+    assert "d=2" in hms.get_partition_names(tn.database, tn.table)
+    apply_sync(hms, plan_sync(hms, tn, drop_missing=True))
+    assert hms.get_partition_names(tn.database, tn.table) == ["d=1"]
+    assert load(hms.get_table(tn.database, tn.table).sd.location).table.column("path").to_pylist() == ["d=1/a.parquet"]
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        ("type", ["'x'", "bigint", "string", "d=1/a.parquet"]),
+        ("mixed_types", ["'x'", "int64", "string", "d=1/a.parquet", "d=2/b.parquet"]),
+        ("dropped", ["'s'", "dropped or renamed"]),
+        ("partition_key", ["partition keys"]),
+    ],
+)
+def test_incompatible_changes_are_refused(hms, small_table, change: str, needles: list[str]) -> None:
+    name, root = small_table
+    tn = parse_table_name(name)
+    if change == "type":
+        for f in _data_files(root):
+            pq.write_table(pa.table({"x": ["not a number"], "s": ["v"]}), f)
+    elif change == "mixed_types":
+        _write(root, "d=2", "b.parquet", pa.table({"x": ["not a number"], "s": ["v"]}))
+    elif change == "dropped":
+        for f in _data_files(root):
+            pq.write_table(pa.table({"x": pa.array([1], pa.int64())}), f)
+    else:
+        shutil.rmtree(root / "d=1")
+        _write(root, "e=1", "a.parquet", pa.table({"x": pa.array([1], pa.int64()), "s": ["v"]}))
+        shutil.rmtree(root / "d=2")
+    before = hms.get_table(tn.database, tn.table)
+    with pytest.raises(SchemaError) as info:
+        plan_sync(hms, tn)
+    for needle in needles:
+        assert needle in str(info.value)
+    after = hms.get_table(tn.database, tn.table)
+    assert [(c.name, c.type) for c in after.sd.cols] == [(c.name, c.type) for c in before.sd.cols]
+
+
+def test_dry_run_prints_the_diff_and_changes_nothing(metastore_uri: str, hms, small_table) -> None:
+    name, root = small_table
+    tn = parse_table_name(name)
+    _write(root, "d=9", "a.parquet", pa.table({"x": pa.array([9], pa.int64()), "s": ["z"], "more": [True]}))
+    version = load(hms.get_table(tn.database, tn.table).sd.location).version
+    proc = run_hsh("sync", name, "--dry-run", "--json", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["partitions_to_add"] == ["d=9"] and out["new_columns"] == [{"name": "more", "type": "boolean"}]
+    assert "d=9" not in hms.get_partition_names(tn.database, tn.table)
+    assert load(hms.get_table(tn.database, tn.table).sd.location).version == version
+
+
+def test_two_concurrent_syncs_lose_nothing(metastore_uri: str, hms, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = tmp_path / "conc"
+    _write(root, "k=0", "f.parquet", pa.table({"v": [0]}))
+    apply_registration(hms, plan_registration(hms, parse_table_name("sync.conc"), str(root)))
+    for k in range(1, 121):
+        _write(root, f"k={k}", "f.parquet", pa.table({"v": [k]}))
+    cmd = [sys.executable, "-m", "storage_handler.cli.main", "sync", "sync.conc", "--json", "--batch-size", "7",
+           "--metastore", metastore_uri]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    names = hms.get_partition_names("sync", "conc")
+    assert len(names) == 121 and len(set(names)) == 121
+    paths = load(hms.get_table("sync", "conc").sd.location).table.column("path").to_pylist()
+    assert sorted(paths) == sorted(f"k={k}/f.parquet" for k in range(121))
+    assert any(json.loads(o)["locked"] for o, _ in outs)
+
+
+LEGACY = {"spark.sql.sources.provider": "hsh", "spark.sql.sources.schema.numParts": "1",
+          "spark.sql.sources.schema.part.0": '{"type":"struct","fields":[]}'}
+
+
+def _make_legacy(hms, tn) -> None:
+    """Put back what versions before 0.2 wrote on every registered table (a Spark provider and schema)."""
+    table = hms.get_table(tn.database, tn.table)
+    table.parameters.update(LEGACY)
+    hms.alter_table(table)
+
+
+def test_tables_registered_the_old_way_are_upgraded(metastore_uri: str, hms, small_table) -> None:
+    name, _root = small_table
+    tn = parse_table_name(name)
+    _make_legacy(hms, tn)
+    described = json.loads(run_hsh("describe", name, "--json", "--metastore", metastore_uri).stdout)
+    assert described["legacy_parameters_to_remove"] == sorted(LEGACY)
+    dry = json.loads(run_hsh("sync", name, "--dry-run", "--json", "--metastore", metastore_uri).stdout)
+    assert dry["parameters_to_remove"] == sorted(LEGACY)
+    assert LEGACY.items() <= hms.get_table(tn.database, tn.table).parameters.items()  # the dry run changed nothing
+    done = json.loads(run_hsh("sync", name, "--json", "--metastore", metastore_uri).stdout)
+    assert done["parameters_to_remove"] == sorted(LEGACY)
+    params = hms.get_table(tn.database, tn.table).parameters
+    assert not any(k.startswith("spark.sql.sources") for k in params) and "hsh.storage_handler" in params
+    again = json.loads(run_hsh("sync", name, "--json", "--metastore", metastore_uri).stdout)
+    assert again["parameters_to_remove"] == []  # idempotent
+    described = json.loads(run_hsh("describe", name, "--json", "--metastore", metastore_uri).stdout)
+    assert described["legacy_parameters_to_remove"] == []
+
+
+def test_schema_spark_saved_itself_is_left_alone(hms, small_table) -> None:
+    """Plain Spark saves a Hive table's case-sensitive schema on its first read (no provider): that is Spark's."""
+    name, _root = small_table
+    tn = parse_table_name(name)
+    table = hms.get_table(tn.database, tn.table)
+    spark_own = {k: v for k, v in LEGACY.items() if k != "spark.sql.sources.provider"}
+    table.parameters.update(spark_own)
+    hms.alter_table(table)
+    plan = plan_sync(hms, tn)
+    assert plan.parameters_to_remove == ()
+    apply_sync(hms, plan)
+    assert spark_own.items() <= hms.get_table(tn.database, tn.table).parameters.items()
