@@ -31,6 +31,22 @@ class MetastoreUnavailableError(MetastoreError, ConnectionError):
     """Transport failure: the metastore is not listening, timed out, or dropped the connection."""
 
 
+class MetastoreAuthError(MetastoreError):
+    """Kerberos (SASL/GSSAPI) authentication with a metastore or HiveServer2 failed, or the two sides disagree on
+    whether to use it. Never retried: a refused ticket does not get better by asking again (deliberately not a
+    ``ConnectionError``). ``reason`` names the kind of failure (``metastore.security.errors`` lists them), for
+    callers and tests that act on the kind rather than on the text."""
+
+    def __init__(self, message: str, *, reason: str = "other") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class KerberosConfigurationError(ConfigurationError):
+    """Kerberos settings that cannot work as given: a missing or malformed principal, a keytab without a
+    principal, a Python package that is not installed."""
+
+
 class NoSuchObjectError(MetastoreError, LookupError):
     """A database, table or partition that the call needs does not exist."""
 
