@@ -12,6 +12,14 @@ Why a wrapper and not ``hmsclient.HMSClient`` directly:
   ``drop_table`` are not retried: after a dropped connection we cannot know whether they ran; the error says so.
 * **Errors that say what happened.** Thrift's exceptions become :mod:`storage_handler.errors` classes whose
   messages name the object (database / table) and the metastore URI.
+* **Kerberos when the configuration says so** (:mod:`metastore.security`). A client takes its ``security``
+  settings once, when it is made (default: :func:`metastore.security.config.current` -- Hive's keys in the site
+  files, or the ``HSH_*`` variables the CLI and Spark sessions set; unsecured when nothing says otherwise), and
+  every connection it opens authenticates with SASL/GSSAPI under them. Authentication fails at ``open`` -- before
+  any call, so before any write -- with one :class:`~storage_handler.errors.MetastoreAuthError` line naming the
+  metastore and the principal, never retried. The reverse mismatch (this client unsecured, the metastore
+  secured) shows as a connection closed on the first call without an answer; one SASL probe tells it from a
+  dying metastore at once.
 """
 
 from __future__ import annotations
@@ -32,11 +40,14 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
 from metastore.locks import table_lock
+from metastore.security.config import KerberosSettings, current
+from metastore.security.errors import HANDSHAKE_TIMEOUT, SERVER_NOT_SASL, SERVER_REQUIRES_SASL
 from metastore.uri import MetastoreAddress as MetastoreAddress  # re-exported: callers found them here
 from metastore.uri import parse_metastore_uri as parse_metastore_uri
 from metastore.uri import redact as redact
 from storage_handler.errors import (
     AlreadyExistsError,
+    MetastoreAuthError,
     MetastoreError,
     MetastoreUnavailableError,
     NoSuchObjectError,
@@ -82,8 +93,10 @@ class MetastoreClient:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         call_deadline: float | None = None,
+        security: KerberosSettings | None = None,
     ) -> None:
         self.address = parse_metastore_uri(uri)
+        self.security = (current() if security is None else security).validated()
         self.uri = self.address.uri
         self.connect_timeout = connect_timeout
         self.socket_timeout = socket_timeout
@@ -95,6 +108,8 @@ class MetastoreClient:
         self._socket: _ReplySniffingSocket | None = None
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
+        self._answered = False  # whether the current connection has answered a call yet
+        self._speaks_sasl: bool | None = None  # asked only when a fresh connection is closed unanswered
 
     def sibling(self, *, retries: int | None = None, socket_timeout: float | None = None) -> MetastoreClient:
         """Another connection to the same metastore with the same timeouts and retries (for calls in parallel:
@@ -104,7 +119,8 @@ class MetastoreClient:
         return MetastoreClient(self.uri, connect_timeout=self.connect_timeout, socket_timeout=timeout,
                                retries=self.retries if retries is None else retries, backoff=self.backoff,
                                max_backoff=self.max_backoff,
-                               call_deadline=self.call_deadline if socket_timeout is None else None)
+                               call_deadline=self.call_deadline if socket_timeout is None else None,
+                               security=self.security)
 
     # ------------------------------------------------------------------ connection
     def __enter__(self) -> MetastoreClient:
@@ -118,10 +134,17 @@ class MetastoreClient:
         if self._client is not None:
             return
         sock = _ReplySniffingSocket(self.address.host, self.address.port)
-        sock.setTimeout(int(self.connect_timeout * 1000))
-        transport = TTransport.TBufferedTransport(sock)
+        sock.setTimeout(int(self.connect_timeout * 1000))  # bounds the connect and each read of a SASL handshake
+        transport: TTransport.TTransportBase
+        if self.security.sasl_enabled:
+            from metastore.security.sasl import kerberos_transport
+
+            transport = kerberos_transport(self.address.host, self.address.port, self.security, sock=sock,
+                                           address=self.uri)
+        else:
+            transport = TTransport.TBufferedTransport(sock)
         try:
-            transport.open()
+            transport.open()  # a MetastoreAuthError (Kerberos) goes out as it is: not retried, not "unavailable"
         except _TRANSPORT_ERRORS as e:
             raise MetastoreUnavailableError(
                 f"cannot reach the Hive Metastore at {self.uri} ({_reason(e)}); start the embedded one with "
@@ -129,6 +152,7 @@ class MetastoreClient:
             ) from e
         sock.setTimeout(int(self.socket_timeout * 1000))
         self._ever_connected = True
+        self._answered = False
         self._socket = sock
         self._transport = transport
         # the C-accelerated codec (thrift's fastbinary; pure Python where it is missing): decoding a few hundred
@@ -156,10 +180,18 @@ class MetastoreClient:
                     if not self._ever_connected:
                         raise
                     raise TTransport.TTransportException(message=str(e)) from e
+                except MetastoreAuthError as e:
+                    # A secured metastore we were connected to, closing or stalling a new handshake: it is
+                    # restarting (it spoke SASL a moment ago), so retry. Any other refusal is final.
+                    if not (self._ever_connected and e.reason in (SERVER_NOT_SASL, HANDSHAKE_TIMEOUT)):
+                        raise
+                    raise TTransport.TTransportException(message=str(e)) from e
                 assert self._client is not None and self._socket is not None
                 remaining = self.call_deadline - (time.monotonic() - start)
                 self._socket.setTimeout(int(max(0.1, min(self.socket_timeout, remaining)) * 1000))
-                return fn(self._client)
+                result = fn(self._client)
+                self._answered = True
+                return result
             except hms.NoSuchObjectException as e:
                 raise NoSuchObjectError(f"{subject} does not exist in the metastore at {self.uri}") from e
             except hms.AlreadyExistsException as e:
@@ -186,7 +218,14 @@ class MetastoreClient:
                         f"the server at {self.uri} answered {subject} with HTTP, not the metastore's binary Thrift "
                         "protocol: is that the metastore's Thrift port (usually 9083) and not an HTTP endpoint?"
                     ) from e
+                closed_unanswered = (self._socket is not None and not self._answered
+                                     and not self._socket.reply_start and _closed_by_peer(e))
                 self.close()
+                if closed_unanswered and not self.security.sasl_enabled and self._requires_sasl():
+                    from metastore.security.sasl import plain_connection_closed_message
+
+                    raise MetastoreAuthError(plain_connection_closed_message(self.uri),
+                                             reason=SERVER_REQUIRES_SASL) from e
                 delay = min(self.max_backoff, self.backoff * (2**attempt))
                 elapsed = time.monotonic() - start
                 if idempotent and attempt < self.retries and elapsed + delay >= self.call_deadline:
@@ -204,6 +243,16 @@ class MetastoreClient:
                 log.warning("metastore %s: %s during %s; retrying in %.1fs", self.uri, _reason(e), subject, delay)
                 time.sleep(delay)
                 attempt += 1
+
+    def _requires_sasl(self) -> bool:
+        """Whether the metastore, which just closed a fresh connection without answering, speaks SASL (then it
+        requires Kerberos and this client is unsecured). Asked once per client: a metastore does not switch."""
+        if self._speaks_sasl is None:
+            from metastore.security.sasl import speaks_sasl
+
+            # None: cannot tell (e.g. not listening while it restarts): ask again after the next such close
+            self._speaks_sasl = speaks_sasl(self.address.host, self.address.port, timeout=self.connect_timeout)
+        return bool(self._speaks_sasl)
 
     # ------------------------------------------------------------------ databases
     def get_all_databases(self) -> list[str]:
@@ -298,6 +347,15 @@ class MetastoreClient:
     def raw(self, subject: str, fn: Callable[[Any], T], *, idempotent: bool) -> T:
         """Escape hatch for Thrift calls not wrapped above, with the same error translation."""
         return self._call(subject, fn, idempotent=idempotent)
+
+
+def _closed_by_peer(e: BaseException) -> bool:
+    """Whether the server closed (or reset) the connection -- as opposed to a timeout or a refused connect."""
+    if isinstance(e, TTransport.TTransportException):
+        # thrift reports a reset (the server closed with our request unread) as "unexpected exception" + inner
+        return (e.type == TTransport.TTransportException.END_OF_FILE
+                or isinstance(getattr(e, "inner", None), (ConnectionResetError, BrokenPipeError)))
+    return isinstance(e, (EOFError, ConnectionResetError, BrokenPipeError))
 
 
 def _reason(e: BaseException) -> str:

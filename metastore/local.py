@@ -9,6 +9,13 @@ Both run as background JVMs owned by a state folder (``$HSH_HOME``, default ``~/
 ``service.json`` records the PID, the port and the URI. ``start`` reuses a running, answering service; ``stop``
 signals exactly that PID's process group (the one ``start`` created), never anything found by name.
 
+Both are unauthenticated by default, and bound to 127.0.0.1 always. Given a :class:`~metastore.security.server.
+ServiceKerberos` (``hsh metastore start --kerberos``) the metastore is ``SecureLoopbackMetaStore`` instead: SASL/GSSAPI
+as the keytab's principal, still on 127.0.0.1 only; its record names the principal (never the keytab) so that
+clients of the embedded metastore know it (:func:`embedded_kerberos_principal`). The Thrift server's Kerberos
+settings are built on the Spark side (:func:`storage_handler.spark.config.thrift_server`) and reach this launcher
+as ``--hiveconf`` values and environment.
+
 Two rules make it safe for several ``hsh`` commands (scripts, notebooks) to start the same service at once:
 
 * **Check-then-start under a lock.** ``start`` holds an exclusive ``flock`` on ``<service>/start.lock`` from
@@ -38,6 +45,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from metastore.security.server import LAUNCHER_CLASS as SECURE_LAUNCHER_CLASS
+from metastore.security.server import ServiceKerberos
 from storage_handler.errors import MetastoreUnavailableError, ProcessError
 from storage_handler.home import spark_home, spark_jars, spark_version, state_home
 from storage_handler.toolchain import compile_java, find_java
@@ -81,6 +90,7 @@ class ServiceInfo:
     started_at: float
     proc_start: str | None
     alive_lock: str = ""  # the lock file the service's JVM holds while it lives (empty in older records)
+    kerberos_principal: str = ""  # the principal a Kerberos-secured service runs as (empty: unauthenticated)
 
     def alive(self) -> bool:
         if self.alive_lock:
@@ -134,6 +144,7 @@ class LocalService:
 
     name = "service"
     ready_timeout = 180.0
+    kerberos_principal = ""  # what a Kerberos-secured service runs as; recorded in service.json
 
     def __init__(self, home: Path | None = None) -> None:
         self.home = (home or state_home()).resolve()
@@ -155,6 +166,19 @@ class LocalService:
 
     def probe(self, port: int) -> bool:
         return _port_open(port)
+
+    def probe_running(self, info: ServiceInfo) -> bool:
+        """Whether a service found running (started by anyone) answers."""
+        return self.probe(info.port)
+
+    def check_reuse(self, info: ServiceInfo) -> None:
+        """Raise a one-line ProcessError if the running service is not what this starter asks for."""
+        if self.kerberos_principal and info.kerberos_principal != self.kerberos_principal:
+            now = f"as {info.kerberos_principal}" if info.kerberos_principal else "without Kerberos"
+            raise ProcessError(
+                f"the embedded {self.name} (pid {info.pid}, {info.uri}) already runs {now}; stop it first "
+                f"(`hsh {self.name} stop`) to start it with Kerberos as {self.kerberos_principal}"
+            )
 
     # -- lifecycle
     def status(self) -> ServiceInfo | None:
@@ -178,7 +202,8 @@ class LocalService:
     def _start_locked(self, port: int | None, say: Callable[[str], None]) -> ServiceInfo:
         running = self.status()
         if running is not None:
-            if self.probe(running.port):
+            self.check_reuse(running)
+            if self.probe_running(running):
                 return running
             raise ProcessError(
                 f"the embedded {self.name} (pid {running.pid}) is running but does not answer on port "
@@ -210,6 +235,7 @@ class LocalService:
         info = ServiceInfo(
             name=self.name, pid=proc.pid, port=port, uri=self.uri_for(port), log_path=str(self.log_path),
             started_at=time.time(), proc_start=_process_start_time(proc.pid), alive_lock=str(self.alive_lock),
+            kerberos_principal=self.kerberos_principal,
         )
         with tempfile.NamedTemporaryFile("w", dir=self.folder, prefix=".service-", suffix=".tmp",
                                          delete=False) as tmp:
@@ -289,9 +315,14 @@ rootLogger.appenderRef.console.ref = console
 
 class LocalMetastore(LocalService):
     """Hive Metastore 2.3 from the Spark in use (2.3.9 in Spark 3.5, 2.3.10 in 4.x), Derby-backed, Thrift on the
-    given port."""
+    given port; requiring Kerberos when ``kerberos`` is given."""
 
     name = "metastore"
+
+    def __init__(self, home: Path | None = None, *, kerberos: ServiceKerberos | None = None) -> None:
+        super().__init__(home)
+        self.kerberos = kerberos
+        self.kerberos_principal = kerberos.principal if kerberos else ""
 
     def command(self, port: int) -> list[str]:
         db = self.folder / "metastore_db"
@@ -310,12 +341,19 @@ class LocalMetastore(LocalService):
             f"-Djavax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={db};create=true",
             f"-Dhive.metastore.warehouse.dir={warehouse}",
             f"-Dderby.stream.error.file={self.folder / 'derby.log'}",
+            *(self.kerberos.metastore_properties() if self.kerberos else []),
             *main,
         ]
 
     def _main_class(self, port: int) -> tuple[str, list[str]]:
-        """Our loopback-only launcher when it can be compiled; otherwise Hive's main, which binds every interface."""
+        """Our loopback-only launcher when it can be compiled; otherwise Hive's main, which binds every interface
+        (never for a secured one: it would need a core-site.xml on its class path and listen everywhere)."""
         classes = compile_launcher()
+        if classes is not None and self.kerberos:
+            return f"{os.pathsep}{classes}", [SECURE_LAUNCHER_CLASS, LOOPBACK, str(port)]
+        if self.kerberos:
+            raise ProcessError("starting the embedded metastore with Kerberos needs javac (a JDK 17) to build its "
+                               "loopback launcher")
         if classes is None:
             log.warning("no javac: the embedded metastore falls back to Hive's launcher, which listens on every "
                         "interface; install a JDK to keep it on 127.0.0.1")
@@ -326,17 +364,29 @@ class LocalMetastore(LocalService):
         return f"thrift://{LOOPBACK}:{port}"
 
     def probe(self, port: int) -> bool:
-        """Ready means a real Thrift call answers, not just an open port."""
+        """Ready means a real Thrift call answers, not just an open port (a secured one: authenticated as the
+        service itself, from its keytab)."""
         if not _port_open(port):
             return False
         from metastore.client import MetastoreClient
+        from metastore.security.config import KerberosSettings
 
+        security = self.kerberos.as_client() if self.kerberos else KerberosSettings()
         try:
-            with MetastoreClient(self.uri_for(port), connect_timeout=2, socket_timeout=10, retries=0) as client:
+            with MetastoreClient(self.uri_for(port), connect_timeout=2, socket_timeout=10, retries=0,
+                                 security=security) as client:
                 client.get_all_databases()
             return True
         except Exception:  # noqa: BLE001 - any failure here just means "not ready yet"
             return False
+
+    def probe_running(self, info: ServiceInfo) -> bool:
+        """A running secured metastore that this starter has no keytab for (a plain ``start``, or a command that
+        needs "the" metastore) is checked by its open port: the client's own connection authenticates later, and
+        fails in one line if it cannot."""
+        if info.kerberos_principal and not self.kerberos:
+            return _port_open(info.port)
+        return self.probe(info.port)
 
 
 def compile_launcher() -> Path | None:
@@ -357,9 +407,14 @@ class LocalThriftServer(LocalService):
 
     name = "thriftserver"
 
-    def __init__(self, spark_conf: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+    def __init__(self, spark_conf: Mapping[str, str] | None = None, home: Path | None = None, *,
+                 hiveconf: Mapping[str, str] | None = None, environment: Mapping[str, str | None] | None = None,
+                 kerberos_principal: str = "") -> None:
         super().__init__(home)
         self.spark_conf = dict(spark_conf or {})
+        self.hiveconf = dict(hiveconf or {})  # more --hiveconf settings (Kerberos authentication)
+        self.environment = dict(environment or {})  # variables to set (a value) or remove (None)
+        self.kerberos_principal = kerberos_principal
 
     def command(self, port: int) -> list[str]:
         if not self.spark_conf.get("spark.hadoop.hive.metastore.uris"):
@@ -372,9 +427,10 @@ class LocalThriftServer(LocalService):
             "--hiveconf", f"hive.server2.thrift.port={port}",
             "--hiveconf", f"hive.server2.thrift.bind.host={LOOPBACK}",
             "--hiveconf", "hive.server2.transport.mode=binary",
-            "spark-internal",
         ]
-        return args
+        for key, value in self.hiveconf.items():
+            args += ["--hiveconf", f"{key}={value}"]
+        return [*args, "spark-internal"]
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -383,10 +439,23 @@ class LocalThriftServer(LocalService):
         env.setdefault("SPARK_LOCAL_IP", LOOPBACK)
         env["SPARK_LOG_DIR"] = str(self.folder)
         env["SPARK_PID_DIR"] = str(self.folder)
+        for key, value in self.environment.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         return env
 
     def uri_for(self, port: int) -> str:
         return f"{LOOPBACK}:{port}"
+
+
+def embedded_kerberos_principal(uri: str, home: Path | None = None) -> str | None:
+    """The principal the embedded metastore runs as, if ``uri`` is that metastore and it requires Kerberos."""
+    info = LocalMetastore(home).status()
+    if info is None or not info.kerberos_principal or info.uri != uri:
+        return None
+    return info.kerberos_principal
 
 
 def ensure_metastore(progress: Callable[[str], None] | None = None) -> str:

@@ -25,10 +25,15 @@ public class LoopbackMetaStore {
     ThriftHiveMetastore.Iface handler = HiveMetaStore.newRetryingHMSHandler("hsh-loopback-metastore", conf, false);
     TSetIpAddressProcessor<ThriftHiveMetastore.Iface> processor = new TSetIpAddressProcessor<>(handler);
     TServerSocket socket = new TServerSocket(new InetSocketAddress(host, port));
+    // Strict reads, as Hive's own server: a message without a protocol version -- a Kerberos (SASL) client's
+    // first frame, "01 00 00 00 06 GSSAPI" -- is refused at once. A lenient reader takes it for a 16 MB method
+    // name and waits for it, and the client hangs until its socket timeout.
+    long maxMessage = conf.getLongVar(HiveConf.ConfVars.METASTORESERVERMAXMESSAGESIZE);
     TThreadPoolServer.Args serverArgs = new TThreadPoolServer.Args(socket)
         .processor(processor)
         .transportFactory(new TTransportFactory())
         .protocolFactory(new TBinaryProtocol.Factory())
+        .inputProtocolFactory(new TBinaryProtocol.Factory(true, true, maxMessage, maxMessage))
         .minWorkerThreads(4)
         .maxWorkerThreads(200);
     System.out.println("hsh: metastore listening on " + host + ":" + port);
