@@ -7,13 +7,23 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
 
 /**
  * One {@code python -m storage_handler.spark.prune_service} process: one request line in, one answer line out.
  *
  * <p>Used by one query at a time ({@link PruneService} lends it out). Started on its first request; ends when its
  * stdin closes, so a JVM that dies, even by SIGKILL, takes it along. Its stderr is the driver's.
+ *
+ * <p>It asks the metastore for partitions, so on a Kerberos-secured metastore it must authenticate as the driver
+ * does. It inherits the driver's environment ({@code HADOOP_CONF_DIR}, {@code KRB5CCNAME}, the {@code HSH_*}
+ * variables a session built by the project exports); a Spark started with {@code --conf} settings only has them
+ * in its configuration, so those are handed over as the variables the Python side reads
+ * ({@code metastore.security.config}): names and paths, never key material.
  */
 final class PruneProcess {
   private final List<String> command;
@@ -50,9 +60,45 @@ final class PruneProcess {
 
   private void start() throws IOException {
     ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+    kerberosEnvironment(builder.environment());
     process = builder.start();
     requests = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
     answers = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+  }
+
+  /**
+   * The driver's Kerberos settings for the metastore as the Python side's variables: the Spark configuration wins
+   * over what the driver inherited (it is this session's), keytab and principal only as a pair; the JVM's
+   * krb5.conf when the environment names none (MIT Kerberos ignores {@code java.security.krb5.conf}).
+   */
+  static void kerberosEnvironment(Map<String, String> env) {
+    SparkEnv sparkEnv = SparkEnv.get();
+    if (sparkEnv != null) {
+      SparkConf conf = sparkEnv.conf();
+      copy(conf, env, "HSH_METASTORE_SASL", "spark.hadoop.hive.metastore.sasl.enabled");
+      copy(conf, env, "HSH_METASTORE_PRINCIPAL", "spark.hadoop.hive.metastore.kerberos.principal");
+      String keytab = first(conf, "spark.kerberos.keytab", "spark.yarn.keytab");
+      String principal = first(conf, "spark.kerberos.principal", "spark.yarn.principal");
+      if (keytab != null && principal != null) {
+        env.put("HSH_KERBEROS_KEYTAB", keytab);
+        env.put("HSH_KERBEROS_PRINCIPAL", principal);
+      }
+    }
+    String krb5 = System.getProperty("java.security.krb5.conf");
+    if (krb5 != null && !krb5.isEmpty() && !env.containsKey("KRB5_CONFIG")) env.put("KRB5_CONFIG", krb5);
+  }
+
+  private static void copy(SparkConf conf, Map<String, String> env, String variable, String key) {
+    String value = first(conf, key);
+    if (value != null) env.put(variable, value);
+  }
+
+  private static String first(SparkConf conf, String... keys) {
+    for (String key : keys) {
+      String value = conf.get(key, null);
+      if (value != null && !value.trim().isEmpty()) return value.trim();
+    }
+    return null;
   }
 
   private String exitOr(String otherwise) {
