@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from storage_handler.cli.output import say
 
 if TYPE_CHECKING:
+    from metastore.security.config import KerberosSettings
     from storage_handler.stats import FooterEngine
 
 
@@ -16,6 +17,23 @@ def add_metastore_option(p: argparse.ArgumentParser) -> None:
         "--metastore", metavar="URI",
         help="thrift://host:port of the Hive Metastore (default: $HSH_METASTORE_URI, else the embedded one)",
     )
+    add_kerberos_options(p)
+
+
+def add_kerberos_options(p: argparse.ArgumentParser) -> None:
+    """How this process authenticates to a Kerberos-secured metastore (``hive.metastore.sasl.enabled=true``)."""
+    group = p.add_argument_group(
+        "Kerberos", "for a metastore that requires it; Hive's own keys (hive.metastore.sasl.enabled, "
+                    "hive.metastore.kerberos.principal) are read from hive-site.xml on $HIVE_CONF_DIR / "
+                    "$HADOOP_CONF_DIR, so these are needed only where those do not say it")
+    group.add_argument("--metastore-principal", metavar="PRINCIPAL",
+                       help="the metastore's Kerberos principal, e.g. hive/_HOST@EXAMPLE.COM (_HOST becomes the "
+                            "metastore URI's host); switches Kerberos on (default: hive.metastore.kerberos."
+                            "principal, or $HSH_METASTORE_PRINCIPAL)")
+    group.add_argument("--keytab", metavar="FILE",
+                       help="authenticate from this keytab (with --principal) instead of the ticket cache (kinit); "
+                            "tickets are renewed from it when due")
+    group.add_argument("--principal", metavar="NAME", help="the principal of --keytab, e.g. etl@EXAMPLE.COM")
 
 
 def add_json_option(p: argparse.ArgumentParser) -> None:
@@ -23,9 +41,31 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 
 def metastore_uri(args: argparse.Namespace) -> str:
-    from metastore.local import resolve_metastore_uri
+    """The metastore the command uses; its Kerberos settings (flags, site files, ``HSH_*``) are resolved first,
+    once, and become this process's (:func:`configure_security`): every connection it and its children open uses
+    them, and a wrong setting fails before anything starts."""
+    from dataclasses import replace
 
-    return resolve_metastore_uri(args.metastore, progress=None if getattr(args, "json", False) else say)
+    from metastore.local import embedded_kerberos_principal, resolve_metastore_uri
+    from metastore.security.config import configure_process
+
+    settings = configure_security(args)
+    uri: str = resolve_metastore_uri(args.metastore, progress=None if getattr(args, "json", False) else say)
+    if not settings.sasl_enabled:
+        principal = embedded_kerberos_principal(uri)  # the embedded metastore runs secured: it says as whom
+        if principal:
+            configure_process(replace(settings, sasl_enabled=True, service_principal=principal))
+    return uri
+
+
+def configure_security(args: argparse.Namespace) -> KerberosSettings:
+    """The Kerberos settings of the flags over the site files and ``HSH_*``, made this process's (and so its
+    children's: a Spark session, the prune service, a footer job)."""
+    from metastore.security.config import configure_process, resolve
+
+    return configure_process(resolve(service_principal=getattr(args, "metastore_principal", None),
+                                     keytab=getattr(args, "keytab", None),
+                                     client_principal=getattr(args, "principal", None)))
 
 
 def add_footer_options(p: argparse.ArgumentParser) -> None:
