@@ -20,6 +20,7 @@ The table is what the metastore says (Hive's model), and its files are what stor
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -67,6 +68,7 @@ from storage_handler.stats.columns import (
 )
 from storage_handler.stats.files.diff import index_rows
 from storage_handler.storage import storage_for
+from storage_handler.work import INDEX_GROUPS_READ, INDEX_LOADS, METASTORE_CALLS, counting
 
 log = logging.getLogger(__name__)
 STATS_COLUMNS = (NUM_RECORDS, MIN_VALUES, MAX_VALUES, NULL_COUNT, BLOOM_FILTERS, VALUE_LISTS)
@@ -102,6 +104,9 @@ class ScanMetrics:
     seconds_listing: float
     seconds_partitions: float
     seconds_stats: float
+    metastore_calls: int = 0  # calls this scan made to the metastore (0 for an unpartitioned table)
+    index_loads: int = 0  # loads of the index (current version found, rows read or taken from the cache)
+    index_row_groups_read: int = 0  # index row groups read from storage (0 when the warm cache served them)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -169,6 +174,13 @@ class ParquetInputFormat:
 
     def list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None = None) -> ListStatusResult:
         """The files that may hold matching rows; ``partitions`` replaces the metastore of the job configuration."""
+        with counting() as work:
+            result = self._list_status(job_conf, partitions)
+        metrics = dataclasses.replace(result.metrics, metastore_calls=work[METASTORE_CALLS],
+                                      index_loads=work[INDEX_LOADS], index_row_groups_read=work[INDEX_GROUPS_READ])
+        return dataclasses.replace(result, metrics=metrics)
+
+    def _list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None) -> ListStatusResult:
         conf, sarg, evaluator = _compiled(tuple(sorted(job_conf.items())))
         t0 = time.perf_counter()
         storage = storage_for(conf.location, job_conf)

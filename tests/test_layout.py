@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the bottom: errors, where things live, build tools, Hive's path rules and types, the Java-Python contract
     ("storage_handler", "storage_handler.errors", "storage_handler.home", "storage_handler.toolchain",
      "storage_handler.hive_paths", "storage_handler.types", "storage_handler.contract", "storage_handler.compiled",
-     "storage_handler.split", "storage_handler.table_desc", "storage_handler.job_conf"),
+     "storage_handler.split", "storage_handler.table_desc", "storage_handler.job_conf", "storage_handler.work"),
     # the metastore client, its locks and addresses, the embedded metastore and HiveServer2 launchers
     ("metastore",),
     ("storage_handler.storage",),

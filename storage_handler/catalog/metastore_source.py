@@ -9,6 +9,7 @@ which would read folders nobody registered.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from metastore.client import MetastoreClient
 from storage_handler.catalog.partitions import Partition, parse_partition_name
 from storage_handler.errors import ConfigurationError, MetastoreError
 from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION, partition_path
+from storage_handler.work import METASTORE_CALLS, count
 
 BATCH = 500
 
@@ -38,14 +40,14 @@ class MetastorePartitions:
         return cls(client.uri, database, table, tuple(keys), client, owns_client=False)
 
     def _client(self) -> MetastoreClient:
+        count(METASTORE_CALLS)
         if self.client is None:
-            self.client = MetastoreClient(self.uri)
-            self.client.open()
+            self.client = _POOL.borrow(self.uri)
         return self.client
 
     def close(self) -> None:
         if self.client is not None and self.owns_client:
-            self.client.close()
+            _POOL.give_back(self.client)
             self.client = None
 
     def __enter__(self) -> MetastorePartitions:
@@ -96,6 +98,37 @@ class MetastorePartitions:
             raise type(e)(f"cannot read the partitions of {self._name}: {e}") from e
         return out
 
+
+class _ClientPool:
+    """Open metastore connections kept between scans, per metastore URI: a long-lived planner (the prune service,
+    a Thrift server) then pays a connection (and, on a secured metastore, its SASL handshake) once, not per
+    query. A connection serves one scan at a time; a broken one reconnects on its next call
+    (:class:`~metastore.client.MetastoreClient`)."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._idle: dict[str, list[MetastoreClient]] = {}
+        self._lock = threading.Lock()
+
+    def borrow(self, uri: str) -> MetastoreClient:
+        client = MetastoreClient(uri)  # not connected yet: only its normalized URI is used as the key
+        with self._lock:
+            idle = self._idle.get(client.uri)
+            if idle:
+                return idle.pop()
+        client.open()
+        return client
+
+    def give_back(self, client: MetastoreClient) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(client.uri, [])
+            if len(idle) < self.keep:
+                idle.append(client)
+                return
+        client.close()
+
+
+_POOL = _ClientPool()
 
 METASTORE_URIS = "hive.metastore.uris"  # as in every Hive job configuration: the metastore the planner used
 

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | No
     from storage_handler.spark.metrics import record_scan
     from storage_handler.spark.planning import file_rows_json, list_files
 
+    started = time.perf_counter()
     if request.get("op") != "scan":
         raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
     contract.check_version(request)
@@ -71,7 +73,10 @@ def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | No
         else:
             deferred.append(lambda: record_scan(entry))
     metrics = json.dumps(contract.answer_metrics(result.metrics.as_dict()), default=str)
-    return f'{{"ok": true, "files": {file_rows_json(location, result.kept)}, "metrics": {metrics}}}'
+    files = file_rows_json(location, result.kept)
+    # the service's own time for this request: the JVM subtracts it from its round trip to see the hop's cost
+    service_ms = (time.perf_counter() - started) * 1000
+    return f'{{"ok": true, "files": {files}, "metrics": {metrics}, "service_ms": {service_ms:.3f}}}'
 
 
 @functools.lru_cache(maxsize=128)

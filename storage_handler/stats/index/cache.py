@@ -37,6 +37,7 @@ from storage_handler.stats.columns import PATH
 from storage_handler.stats.index import versions
 from storage_handler.stats.membership.columns import project, projection
 from storage_handler.storage import Storage
+from storage_handler.work import INDEX_GROUPS_READ, count
 
 CACHE_MB_ENV = "HSH_INDEX_CACHE_MB"
 DEFAULT_CACHE_MB = 256
@@ -117,6 +118,7 @@ class SnapshotCache:
                         groups[g] = self._groups[(key, wanted, g)]
             missing = [g for g in needed if g not in groups]
             if missing:
+                count(INDEX_GROUPS_READ, len(missing))
                 columns = projection(parquet().schema_arrow, wanted)
                 for g in missing:
                     raw = parquet().read(columns=columns) if g == WHOLE else \

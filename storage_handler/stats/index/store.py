@@ -41,6 +41,7 @@ from storage_handler.stats.index.versions import DEFAULT_KEEP, INDEX_DIR
 from storage_handler.stats.membership.columns import project, projection
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 from storage_handler.types import HiveType
+from storage_handler.work import INDEX_GROUPS_READ, INDEX_LOADS, count
 
 log = logging.getLogger(__name__)
 ROW_GROUP_ROWS = 4096  # index rows per row group: the unit a partition-pruned query reads (see load)
@@ -98,6 +99,7 @@ def load(table_location: str, prefixes: Sequence[str] | None = None, membership:
 
     Raises StatsIndexError when the snapshot is corrupt or the index names unsafe paths.
     """
+    count(INDEX_LOADS)
     storage = storage_for(table_location, conf)
     table_loc = parse_location(table_location)
     folder = versions.index_location(table_loc).uri
@@ -145,6 +147,7 @@ def _read(storage: Storage, found: versions.Version, prefixes: Sequence[str] | N
         parquet = pq.ParquetFile(source)
         columns = projection(parquet.schema_arrow, membership)  # None: every column
         if prefixes is None:
+            count(INDEX_GROUPS_READ, parquet.metadata.num_row_groups)
             return parquet.read(columns=columns)
         return _read_groups(parquet, prefixes, columns)
 
@@ -165,6 +168,7 @@ def _read_groups(parquet: pq.ParquetFile, prefixes: Sequence[str], columns: list
         i = bisect.bisect_right(starts, last) - 1
         if i >= 0 and reach[i] > first:
             groups.append(g)
+    count(INDEX_GROUPS_READ, len(groups))
     if len(groups) == parquet.metadata.num_row_groups:
         return parquet.read(columns=columns)
     return parquet.read_row_groups(groups, columns=columns) if groups else parquet.schema_arrow.empty_table()

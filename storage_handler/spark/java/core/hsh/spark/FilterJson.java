@@ -11,6 +11,7 @@ import java.util.Base64;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.util.DateTimeUtils;
 import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.internal.SQLConf$;
 import org.apache.spark.sql.sources.And;
@@ -56,8 +57,8 @@ final class FilterJson {
    * skipped) and shifts every older day. {@code LocalDate} and {@code Instant} carry the proleptic values the data
    * and the index use.
    */
-  static ArrayNode encodeAll(Iterable<Expression> predicates) {
-    SQLConf conf = SQLConf$.MODULE$.get().clone();
+  static ArrayNode encodeAll(SparkSession session, Iterable<Expression> predicates) {
+    SQLConf conf = session.sessionState().conf().clone(); // the session's, whichever thread encodes
     conf.setConfString("spark.sql.datetime.java8API.enabled", "true");
     return SQLConf$.MODULE$.withExistingConf(conf, () -> encodeEach(predicates));
   }

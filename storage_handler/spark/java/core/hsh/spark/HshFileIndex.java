@@ -11,6 +11,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
@@ -42,6 +46,12 @@ import scala.Option;
  *
  * <p>{@link #sizeInBytes} (Spark's size estimate, used to choose broadcast joins) is the size of the files the
  * query filters keep, not of the whole table.
+ *
+ * <p>One pruning per query, started early: when {@link QueryFilterRule} hands the index its query's filters (in
+ * the optimizer), the prune request is sent at once on a background thread, so the handler's listing and
+ * statistics run while Spark finishes optimizing and planning; the size estimate and the listing that follow
+ * take that answer (same predicates, within {@link #REUSE_NANOS}) instead of asking again. Nothing is cached
+ * across queries: every query lists storage and reads the current index.
  */
 public final class HshFileIndex extends FileIndexBase {
   private static final Logger LOG = LoggerFactory.getLogger(HshFileIndex.class);
@@ -52,19 +62,26 @@ public final class HshFileIndex extends FileIndexBase {
   private final List<Expression> queryFilters;
   private final JsonNode fixedFiles; // files chosen before the query was built (read_table), else null
   private volatile Long sizeInBytes;
-  private volatile Recent recent; // the last answer, reused by a listing for the same predicates right after
+  private volatile Recent recent; // the last answer (or the one under way), reused for the same predicates
 
-  /** An answer and the canonical predicates it was asked for: planning then executing a query asks twice. */
+  /** An answer (possibly still under way) and the canonical predicates it was asked for. */
   private static final class Recent {
     final Set<Expression> predicates;
-    final JsonNode answer;
+    final CompletableFuture<JsonNode> answer;
     final long nanos = System.nanoTime();
 
-    Recent(Set<Expression> predicates, JsonNode answer) {
+    Recent(Set<Expression> predicates, CompletableFuture<JsonNode> answer) {
       this.predicates = predicates;
       this.answer = answer;
     }
   }
+
+  /** Threads that send prefetched prune requests (daemons: a driver never waits for them to exit). */
+  private static final ExecutorService PREFETCH = Executors.newCachedThreadPool(runnable -> {
+    Thread thread = new Thread(runnable, "hsh-prune-prefetch");
+    thread.setDaemon(true);
+    return thread;
+  });
 
   /** How long an answer may be reused: the time between Spark's size estimate and its listing, not longer. */
   private static final long REUSE_NANOS = 5_000_000_000L;
@@ -86,9 +103,51 @@ public final class HshFileIndex extends FileIndexBase {
     return new HshFileIndex(session, table, List.of(), files);
   }
 
-  /** This index pruning also by {@code filters} (conjuncts of the filter directly above the scan). */
+  /**
+   * This index pruning also by {@code filters} (conjuncts of the filter directly above the scan); its answer for
+   * them is requested at once (see the class comment).
+   */
   HshFileIndex withQueryFilters(List<Expression> filters) {
-    return new HshFileIndex(session, table, filters, fixedFiles);
+    HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles);
+    if (fixedFiles == null && !filters.isEmpty() && !NO_PREFETCH.get()) index.prefetch();
+    return index;
+  }
+
+  /** Set while a plan is optimized only to read its filters (read_table's): no scan follows, so none is sent. */
+  private static final ThreadLocal<Boolean> NO_PREFETCH = ThreadLocal.withInitial(() -> false);
+
+  /** {@code work}'s result, with no prune request prefetched while it runs (see {@link #NO_PREFETCH}). */
+  static <T> T withoutPrefetch(java.util.function.Supplier<T> work) {
+    boolean before = NO_PREFETCH.get();
+    NO_PREFETCH.set(true);
+    try {
+      return work.get();
+    } finally {
+      NO_PREFETCH.set(before);
+    }
+  }
+
+  /** Send the prune request for the query filters now, on a background thread; its answer becomes recent. */
+  private void prefetch() {
+    Map<Expression, Expression> predicates = canonical(queryFilters, List.of(), List.of());
+    ObjectNode request = request(session, table, predicates.values(), true); // built here: this thread's conf
+    long start = System.nanoTime();
+    CompletableFuture<JsonNode> answer = CompletableFuture.supplyAsync(() -> {
+      JsonNode found = PruneService.call(session, request, table.name);
+      Timings.record("prefetch", table.name, start);
+      return found;
+    }, PREFETCH);
+    recent = new Recent(Set.copyOf(predicates.keySet()), answer);
+  }
+
+  /** Predicates by canonical form, no leaf twice, in the order given. */
+  private static Map<Expression, Expression> canonical(List<Expression> first, List<Expression> second,
+      List<Expression> third) {
+    Map<Expression, Expression> predicates = new LinkedHashMap<>();
+    for (List<Expression> group : List.of(first, second, third)) {
+      for (Expression e : group) predicates.putIfAbsent(e.canonicalized(), e);
+    }
+    return predicates;
   }
 
   List<Expression> queryFilters() {
@@ -102,12 +161,17 @@ public final class HshFileIndex extends FileIndexBase {
 
   @Override
   List<PartitionDirectory> listPartitions(List<Expression> exact, List<Expression> dataFilters) {
+    long start = System.nanoTime();
+    try {
+      return listed(exact, dataFilters);
+    } finally {
+      Timings.record("list_files", table.name, start);
+    }
+  }
+
+  private List<PartitionDirectory> listed(List<Expression> exact, List<Expression> dataFilters) {
     if (fixedFiles != null) return keep(partitions(fixedFiles), exact);
-    Map<Expression, Expression> predicates = new LinkedHashMap<>(); // by canonical form: no leaf twice
-    for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
-    for (Expression e : exact) predicates.putIfAbsent(e.canonicalized(), e);
-    for (Expression e : dataFilters) predicates.putIfAbsent(e.canonicalized(), e);
-    JsonNode answer = scanOrReuse(predicates);
+    JsonNode answer = scanOrReuse(canonical(queryFilters, exact, dataFilters));
     JsonNode m = Contract.answer(answer, "metrics", table.name);
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, metric(m, "files_kept"),
         metric(m, "files_total"), metric(m, "bytes_kept"), metric(m, "bytes_total"),
@@ -143,10 +207,18 @@ public final class HshFileIndex extends FileIndexBase {
   private JsonNode scanOrReuse(Map<Expression, Expression> predicates) {
     Recent last = recent;
     if (last != null && System.nanoTime() - last.nanos < REUSE_NANOS && last.predicates.equals(predicates.keySet())) {
-      return last.answer;
+      long start = System.nanoTime();
+      try {
+        return last.answer.join();
+      } catch (CompletionException e) {
+        if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
+        throw e;
+      } finally {
+        Timings.record("answer_reused", table.name, start); // the time this call waited for it
+      }
     }
     JsonNode answer = scan(predicates.values(), true);
-    recent = new Recent(Set.copyOf(predicates.keySet()), answer);
+    recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
     return answer;
   }
 
@@ -154,6 +226,7 @@ public final class HshFileIndex extends FileIndexBase {
   public long sizeInBytes() {
     Long size = sizeInBytes;
     if (size == null) {
+      long start = System.nanoTime();
       if (fixedFiles != null) {
         long sum = 0;
         for (JsonNode f : fixedFiles) sum += Contract.fileField(f, "bytes", table.name).asLong();
@@ -161,11 +234,11 @@ public final class HshFileIndex extends FileIndexBase {
       } else {
         // the bytes the query will read: with the query's filters attached, a selective scan of a big table
         // looks small to join planning (broadcast) as it will be; without filters, every file
-        Map<Expression, Expression> predicates = new LinkedHashMap<>();
-        for (Expression e : queryFilters) predicates.putIfAbsent(e.canonicalized(), e);
-        size = metric(Contract.answer(scanOrReuse(predicates), "metrics", table.name), "bytes_kept");
+        size = metric(Contract.answer(scanOrReuse(canonical(queryFilters, List.of(), List.of())), "metrics",
+            table.name), "bytes_kept");
       }
       sizeInBytes = size;
+      Timings.record("size_in_bytes", table.name, start);
     }
     return size;
   }
@@ -182,7 +255,7 @@ public final class HshFileIndex extends FileIndexBase {
   /** The contract's scan request for {@code predicates} (public for the contract test). */
   public static ObjectNode request(SparkSession session, HshTable table, Collection<Expression> predicates,
       boolean record) {
-    ArrayNode filters = FilterJson.encodeAll(Prunable.of(session, table.partitionSchema, predicates));
+    ArrayNode filters = FilterJson.encodeAll(session, Prunable.of(session, table.partitionSchema, predicates));
     ObjectNode request = JsonNodeFactory.instance.objectNode();
     request.put(Contract.request("op"), "scan").put(Contract.request("contract"), Contract.VERSION)
         .put(Contract.request("record"), record);
@@ -197,6 +270,15 @@ public final class HshFileIndex extends FileIndexBase {
 
   /** The kept files grouped by partition, each partition's values cast from text like Spark's own listing does. */
   private List<PartitionDirectory> partitions(JsonNode files) {
+    long start = System.nanoTime();
+    try {
+      return partitionsOf(files);
+    } finally {
+      Timings.record("answer_to_partitions", table.name, start, "files", files.size());
+    }
+  }
+
+  private List<PartitionDirectory> partitionsOf(JsonNode files) {
     Map<List<String>, List<FileStatus>> groups = new LinkedHashMap<>();
     StructType partitionSchema = table.partitionSchema;
     Set<String> schemes = new java.util.HashSet<>();

@@ -42,14 +42,15 @@ public final class HshRelations {
   public static String filtersFor(SparkSession session, String table, String where) {
     Dataset<Row> df = session.table(table);
     StructType partitions = partitionSchema(df.queryExecution().analyzed(), table);
-    return FilterJson.encodeAll(Prunable.of(session, partitions, conjuncts(df, where))).toString();
+    return FilterJson.encodeAll(session, Prunable.of(session, partitions, conjuncts(df, where))).toString();
   }
 
   /** The conjuncts of {@code where} over {@code df}'s table, after Spark's optimizer. */
   private static List<Expression> conjuncts(Dataset<Row> df, String where) {
     List<Expression> out = new ArrayList<>();
-    collectConditions(df.where(where).queryExecution().optimizedPlan(), df.queryExecution().analyzed().outputSet(),
-        out);
+    // optimized only to read the conditions: no scan follows, so the file index must not prefetch one
+    LogicalPlan optimized = HshFileIndex.withoutPrefetch(() -> df.where(where).queryExecution().optimizedPlan());
+    collectConditions(optimized, df.queryExecution().analyzed().outputSet(), out);
     return out;
   }
 

@@ -47,6 +47,15 @@ final class NativeScanRule extends Rule<LogicalPlan> {
   }
 
   private LogicalPlan replace(HiveTableRelation relation) {
+    long start = System.nanoTime();
+    try {
+      return replaced(relation);
+    } finally {
+      Timings.record("resolve_relation", relation.tableMeta().identifier().unquotedString(), start);
+    }
+  }
+
+  private LogicalPlan replaced(HiveTableRelation relation) {
     HshTable table = HshTable.of(relation.tableMeta(), session);
     FileSystems.check(session, table.name, table.location);
     HshFileIndex index = HshFileIndex.pruning(session, table);

@@ -84,7 +84,9 @@ final class PruneService {
     } catch (IOException e) {
       throw new IllegalStateException("hsh: cannot encode the pruning request for " + table, e);
     }
+    long start = System.nanoTime();
     PruneProcess process = borrow(max, table);
+    long waited = System.nanoTime();
     try {
       IOException last = null;
       for (int attempt = 0; attempt < 2; attempt++) {
@@ -100,6 +102,8 @@ final class PruneService {
           throw new IllegalStateException("hsh: cannot plan the scan of " + table + ": "
               + answer.path("error").asText("no error message"));
         }
+        Timings.record("prune_round_trip", table, start, "waited_ms", (waited - start) / 1e6,
+            "request_bytes", line.length(), "attempt", attempt, "service_ms", answer.path("service_ms").asDouble(-1));
         return answer;
       }
       throw new IllegalStateException("hsh: the pruning service (" + String.join(" ", command) + ") failed for "
