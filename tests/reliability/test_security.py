@@ -6,9 +6,12 @@ Authentication modes of HiveServer2 and what this suite does with them:
 * NOSASL (raw Thrift transport): exercised against a second embedded Thrift server started with
   ``hive.server2.authentication=NOSASL`` (a ~30 s JVM start; ``HSH_RELIABILITY_QUICK=1`` skips it); a NONE
   client against it must fail, not hang.
-* LDAP, CUSTOM, KERBEROS: not exercised. They need an LDAP directory, a ``PasswdAuthenticationProvider`` class on
-  the server's class path, or a KDC with keytabs; none exists on this machine, and the embedded server this project
-  starts never enables them (it is loopback-only instead).
+* KERBEROS: exercised in ``tests/kerberos`` against a real MIT KDC (``hsh thriftserver start --kerberos``, pyhive
+  with ``auth='KERBEROS'``, the metastore secured with SASL/GSSAPI, every failure's one line, no key material in
+  any output or log). The embedded services this project starts by default stay unauthenticated and loopback-only
+  (checked here).
+* LDAP, CUSTOM: not exercised. They need an LDAP directory or a ``PasswdAuthenticationProvider`` class on the
+  server's class path; the embedded server this project starts never enables them.
 """
 
 from __future__ import annotations
@@ -43,6 +46,40 @@ def test_embedded_metastore_listens_on_loopback_only(metastore_uri: str, hsh_hom
     info = LocalMetastore(hsh_home).status()
     assert info is not None and info.uri == metastore_uri
     _assert_loopback_only(info.pid, info.port)
+
+
+def test_embedded_metastore_refuses_a_kerberos_client_at_once(metastore_uri: str) -> None:
+    """A Kerberos (SASL) client's first frame sent to the unauthenticated embedded metastore: the connection is closed at once (strict Thrift reads), not left waiting until the client's timeout."""
+    import socket
+    import time
+
+    from metastore.uri import parse_metastore_uri
+
+    address = parse_metastore_uri(metastore_uri)
+    with socket.create_connection((address.host, address.port), timeout=10) as sock:
+        start = time.monotonic()
+        sock.sendall(b"\x01\x00\x00\x00\x06GSSAPI")  # SASL START, mechanism GSSAPI (thrift-sasl's framing)
+        sock.sendall(b"\x02\x00\x00\x00\x10" + b"\x00" * 16)
+        assert sock.recv(1) == b""  # closed by the server
+        assert time.monotonic() - start < 3
+
+
+def test_default_is_unauthenticated(metastore_uri: str, hsh_home: Path) -> None:
+    """With no Kerberos setting anywhere (flags, hive-site.xml, HSH_*), clients connect without SASL and the embedded metastore runs without it."""
+    if os.environ.get("HSH_METASTORE_URI"):
+        pytest.skip("an external metastore is in use: nothing embedded to inspect")
+    from metastore.client import MetastoreClient
+    from metastore.local import LocalMetastore
+    from metastore.security.config import KerberosSettings, current
+
+    if current().sasl_enabled:
+        pytest.skip("this environment configures Kerberos (hive-site.xml or HSH_*): not the default")
+    with MetastoreClient(metastore_uri) as client:
+        assert client.security == KerberosSettings()
+        assert "default" in client.get_all_databases()
+    info = LocalMetastore(hsh_home).status()
+    assert info is not None and info.kerberos_principal == ""
+    assert "sasl" not in Path(f"/proc/{info.pid}/cmdline").read_bytes().decode(errors="replace")
 
 
 def test_thrift_server_listens_on_loopback_only(hiveserver2, metastore_uri: str, hsh_home: Path) -> None:
