@@ -92,9 +92,10 @@ def _spark_conf(args: argparse.Namespace) -> int:
     else:
         print(" ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items()))
         if settings.sasl_enabled:
-            say("the metastore requires Kerberos: before starting Spark, run `eval \"$(hsh spark-conf --env)\"` "
-                "(HADOOP_CONF_DIR with a core-site.xml saying hadoop.security.authentication=kerberos: Spark reads "
-                "it before any --conf), and kinit unless spark.kerberos.keytab is set")
+            say("the metastore requires Kerberos: before starting Spark, run `eval \"$(hsh spark-conf --env ...)\"` "
+                "with the same Kerberos options (HADOOP_CONF_DIR with a core-site.xml saying hadoop.security."
+                "authentication=kerberos: Spark reads it before any --conf), and kinit unless spark.kerberos.keytab "
+                "is set")
     return 0
 
 
