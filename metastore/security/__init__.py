@@ -10,14 +10,16 @@ Modules:
 * :mod:`~metastore.security.sasl` -- :func:`kerberos_transport`: an open-able Thrift transport (thrift-sasl +
   pure-sasl GSSAPI over the ``kerberos`` package), and :func:`explain`: one-line errors.
 * :mod:`~metastore.security.spark` -- Spark conf, Hadoop conf folder and Thrift server arguments.
-* :mod:`~metastore.security.server` -- the secured loopback metastore launcher.
+* :mod:`~metastore.security.server` -- the Kerberos identity of a service we start on 127.0.0.1 (the embedded
+  metastore's ``SecureLoopbackMetaStore`` flags, HiveServer2's principal and keytab).
 
-Nothing here changes the default: with ``sasl_enabled`` False connections stay plain Thrift.
+Nothing here changes the default: with ``sasl_enabled`` False connections stay plain Thrift. Every connection goes
+through :class:`metastore.client.MetastoreClient`, whose ``security`` defaults to :func:`config.current`.
 """
 
 from __future__ import annotations
 
-from metastore.security.config import KerberosSettings, expand_host, resolve
+from metastore.security.config import KerberosSettings, configure_process, current, expand_host, resolve
 from metastore.security.credentials import KeytabLogin, check_keytab, ticket_cache_lifetime
 from metastore.security.errors import KerberosConfigurationError, MetastoreAuthError
 from metastore.security.sasl import (
@@ -37,7 +39,9 @@ __all__ = [
     "KeytabLogin",
     "MetastoreAuthError",
     "check_keytab",
+    "configure_process",
     "credentials_scope",
+    "current",
     "expand_host",
     "explain",
     "kerberos_transport",
