@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,33 @@ err = Console(stderr=True, soft_wrap=True)
 def say(message: str) -> None:
     """Progress narration: stderr, so stdout stays clean for --json."""
     err.print(f"[dim]•[/dim] {escape(message)}", highlight=False)
+
+
+def narrate(message: str) -> None:
+    """A command's progress narration: on a terminal, or with ``-v``; never in a script's captured stderr, where a
+    failed command's ``error:`` line is the only line and a successful one's warnings are all there is."""
+    if err.is_terminal or logging.getLogger().isEnabledFor(logging.INFO):
+        say(message)
+
+
+def warn(message: str) -> None:
+    """One ``warning:`` line on stderr (whatever the output mode): something the user must act on."""
+    err.print(f"[bold yellow]warning:[/bold yellow] {escape(' '.join(message.split()))}", highlight=False)
+
+
+def warn_unreadable(summary: dict[str, Any], *, planned: bool = False) -> None:
+    """The one line every command that indexes prints when the table has unreadable files (``summary`` is
+    :func:`storage_handler.registration.describe.unreadable_files`)."""
+    count = summary.get("count", 0)
+    if not count:
+        return
+    paths = [f["path"] for f in summary.get("files", [])[:3]]
+    more = f", … ({count - len(paths)} more)" if count > len(paths) else ""
+    one = count == 1
+    verb = "would be" if planned else ("was" if one else "were")
+    warn(f"{count} file{' is' if one else 's are'} not readable Parquet and {verb} recorded as unreadable: "
+         f"{', '.join(paths)}{more} (kept in every scan; fix or remove {'it' if one else 'them'}, then "
+         "`hsh index refresh`)")
 
 
 def print_json(data: Any) -> None:

@@ -14,7 +14,15 @@ from storage_handler.cli.common import (
     footer_engine,
     metastore_uri,
 )
-from storage_handler.cli.output import footer_progress, out, print_json, print_mapping, print_rows, say
+from storage_handler.cli.output import (
+    footer_progress,
+    out,
+    print_json,
+    print_mapping,
+    print_rows,
+    say,
+    warn_unreadable,
+)
 from storage_handler.errors import ConfigurationError
 from storage_handler.stats.columns import PATH
 
@@ -54,6 +62,9 @@ def add_commands(sub: Any) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     a = actions.add_parser("refresh", help="read only new or changed files' footers; drop deleted files")
     a.add_argument("table", metavar="DB.TABLE")
+    a.add_argument("--strict", action="store_true",
+                   help="refuse files that are not readable Parquet (truncated, not Parquet, empty) instead of "
+                        "recording them as unreadable and keeping them in every scan; a refusal changes nothing")
     add_metastore_option(a)
     add_json_option(a)
     add_footer_options(a)
@@ -182,22 +193,31 @@ def _index_refresh(args: argparse.Namespace) -> int:
     from metastore.names import parse_table_name
     from storage_handler.handler import StorageHandler
     from storage_handler.registration import hooked
+    from storage_handler.registration.dataset import StrictEngine
+    from storage_handler.registration.describe import unreadable_files
+    from storage_handler.stats import load
     from storage_handler.stats.engines.memory import use_lean_allocator
+    from storage_handler.storage import s3a_settings
 
     use_lean_allocator()  # before the job allocates: less memory kept resident (see stats/memory.py)
 
     name = parse_table_name(args.table)
     with MetastoreClient(metastore_uri(args)) as client, footer_progress(enabled=not args.json) as footers:
         hook = StorageHandler().get_meta_hook()
-        hook.progress, hook.engine = footers, footer_engine(args)
+        engine = footer_engine(args)
+        # --strict: an unreadable footer stops the refresh before it commits or alters the table
+        hook.progress, hook.engine = footers, StrictEngine(engine) if args.strict else engine
         table, _locked = hooked.refresh_table(client, name.database, name.table, hook)
     diff = hook.last_diff
+    snapshot = load(table.sd.location, membership=(), conf=s3a_settings(table.parameters))
     data = {
         "table": str(name), "index_version": int(table.parameters.get("hsh.index.version", 0)),
         "added": list(diff.added), "changed": list(diff.changed), "removed": list(diff.removed),
         "retried": list(diff.retried), "full_rebuild": diff.full_rebuild,
         "membership_changed": diff.membership_changed, "membership_read": list(diff.membership_read),
+        "unreadable_files": unreadable_files(snapshot.table if snapshot is not None else None),
     }
+    warn_unreadable(data["unreadable_files"])
     if args.json:
         print_json(data)
     else:

@@ -14,13 +14,18 @@ from storage_handler.cli.common import (
 )
 from storage_handler.cli.output import (
     footer_progress,
+    narrate,
     print_json,
     print_mapping,
     print_rows,
     progress_bar,
     say,
+    warn_unreadable,
 )
 from storage_handler.errors import ConfigurationError
+
+STRICT_HELP = ("refuse files that are not readable Parquet (truncated, not Parquet, empty) instead of recording them "
+               "as unreadable and keeping them in every scan; a refusal changes nothing")
 
 
 def add_commands(sub: Any) -> None:
@@ -39,6 +44,7 @@ def add_commands(sub: Any) -> None:
                         "a float column free of NaN); slower indexing. Sets hsh.stats.scan_float_columns=true")
     _add_membership_options(p)
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
@@ -49,6 +55,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--drop-missing", action="store_true", help="also drop partitions whose folders vanished")
     p.add_argument("--dry-run", action="store_true", help="print the diff; change nothing")
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
@@ -117,9 +124,20 @@ def _properties(pairs: list[str]) -> dict[str, str]:
     return result
 
 
+def _unreadable_in_index(location: str, parameters: dict[str, str] | None = None) -> dict[str, Any]:
+    """The unreadable files the table's index now records (after the command committed it)."""
+    from storage_handler.registration.describe import unreadable_files
+    from storage_handler.stats import load
+    from storage_handler.storage import s3a_settings
+
+    snapshot = load(location, membership=(), conf=s3a_settings(parameters or {}))
+    return unreadable_files(snapshot.table if snapshot is not None else None)
+
+
 def _register(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
+    from storage_handler.registration.describe import unreadable_files
     from storage_handler.registration.register import apply_registration, plan_registration
     from storage_handler.stats.engines.memory import use_lean_allocator
     from storage_handler.stats.index.file_stats import TABLE_PARAM_SCAN_FLOAT
@@ -129,36 +147,49 @@ def _register(args: argparse.Namespace) -> int:
     name = parse_table_name(args.table)
     quiet = args.json
     engine = footer_engine(args)
+    properties = {**_properties(args.table_property),
+                  **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
+                  **_membership_properties(args)}
     with MetastoreClient(metastore_uri(args)) as client:
         with footer_progress(enabled=not quiet) as footers:
             plan = plan_registration(
-                client, name, args.path, location=args.location, owner=args.owner,
-                table_properties={**_properties(args.table_property),
-                                  **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
-                                  **_membership_properties(args)},
-                progress=None if quiet else say, footers=footers, engine=engine,
+                client, name, args.path, location=args.location, owner=args.owner, table_properties=properties,
+                progress=None if quiet else narrate, footers=footers, engine=engine, strict=args.strict,
             )
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
+            result["unreadable_files"] = unreadable_files(plan.dataset.seed)
         else:
             with footer_progress(enabled=not quiet) as footers, \
                     progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
                 result = {"dry_run": False, **apply_registration(
                     client, plan, batch_size=args.batch_size, on_batch=update, progress=footers, engine=engine,
+                    strict=args.strict,
                 )}
+            result["unreadable_files"] = _unreadable_in_index(plan.dataset.root, properties)
+    warn_unreadable(result["unreadable_files"], planned=args.dry_run)
     if args.json:
         print_json(result)
     else:
         verb = "would register" if args.dry_run else "registered"
         say(f"{verb} {name}: {result['files']} files, {result['partitions_total']} partitions "
             f"({result['partitions_to_add']} new)")
-        print_mapping(result, title=f"register {name}")
+        print_mapping(_for_people(result), title=f"register {name}")
     return 0
+
+
+def _for_people(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` for the table a person reads: the unreadable files as a count (the warning line names them)."""
+    shown = dict(result)
+    if "unreadable_files" in shown:
+        shown["unreadable_files"] = shown["unreadable_files"].get("count", 0)
+    return shown
 
 
 def _sync(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
+    from storage_handler.registration.describe import unreadable_files
     from storage_handler.registration.sync import apply_sync, plan_sync
     from storage_handler.stats.engines.memory import use_lean_allocator
 
@@ -169,15 +200,19 @@ def _sync(args: argparse.Namespace) -> int:
     engine = footer_engine(args)
     with MetastoreClient(metastore_uri(args)) as client:
         with footer_progress(enabled=not quiet) as footers:
-            plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else say,
-                             footers=footers, engine=engine)
+            plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else narrate,
+                             footers=footers, engine=engine, strict=args.strict)
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
+            result["unreadable_files"] = unreadable_files(plan.dataset.seed)
         else:
             with footer_progress(enabled=not quiet) as footers, \
                     progress_bar("adding partitions", len(plan.partitions_to_add), enabled=not quiet) as update:
                 result = apply_sync(client, plan, batch_size=args.batch_size, on_batch=update, progress=footers,
-                                    engine=engine)
+                                    engine=engine, strict=args.strict)
+            table = client.get_table(name.database, name.table)
+            result["unreadable_files"] = _unreadable_in_index(table.sd.location, table.parameters)
+    warn_unreadable(result["unreadable_files"], planned=args.dry_run)
     if args.json:
         print_json(result)
         return 0
@@ -186,7 +221,7 @@ def _sync(args: argparse.Namespace) -> int:
         f"-{len(result['partitions_to_drop'])} partitions, +{len(result['new_columns'])} columns"
         + (f", remove the Spark provider and schema an earlier version wrote ({len(result['parameters_to_remove'])} "
            "parameters)" if result["parameters_to_remove"] else ""))
-    print_mapping(result, title=f"sync {name}")
+    print_mapping(_for_people(result), title=f"sync {name}")
     return 0
 
 
@@ -222,8 +257,17 @@ def _describe(args: argparse.Namespace) -> int:
         info = describe_table(client, name)
     if args.json:
         print_json(info)
-    else:
-        print_mapping(info, title=f"{name}")
+        return 0
+    shown: dict[str, Any] = {}
+    for key, value in info.items():
+        if key != "unreadable_files":
+            shown[key] = value
+            continue
+        shown[key] = value["count"]  # a person's view: the count, a few paths and the oldest one's age
+        if value["count"]:
+            shown["unreadable_sample"] = [f["path"] for f in value["files"][:5]]
+            shown["unreadable_oldest"] = f"{value['oldest']} (modified {value['oldest_age']} ago)"
+    print_mapping(shown, title=f"{name}")
     return 0
 
 
@@ -232,7 +276,7 @@ def _sql(args: argparse.Namespace) -> int:
 
     uri = metastore_uri(args)
     if not args.json:
-        say("starting a Hive-enabled SparkSession")
+        narrate("starting a Hive-enabled SparkSession")
     spark = session(uri)
     try:
         df = spark.sql(args.statement)

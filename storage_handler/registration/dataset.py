@@ -12,6 +12,25 @@ Rules (decided here, once):
 * The table schema is the union of all file schemas in first-seen order (files missing a column read it as NULL);
   one column with two types is an error naming both files. Every footer is read once, for the schema and the
   index rows together (:mod:`storage_handler.stats.engines.scan`).
+
+**Unreadable files: one rule for every command that reads footers** -- ``register``, ``sync``, ``index refresh``,
+and the meta hook's index refresh behind each of them (:func:`storage_handler.stats.update_index`). A file whose
+footer cannot be read (not Parquet, truncated by a crashed writer, empty: 0 bytes) does not stop the command:
+
+* the other files are indexed as usual; the unreadable one gets an index row with its ``stats_error`` (why) and no
+  statistics, so **every scan keeps it** and a query reads it exactly as plain Spark would (Spark fails on a file
+  that is not Parquet, and skips an empty one); every refresh tries it again;
+* schema inference uses the readable files only; registering a dataset with no readable file is refused in one
+  line (``sync`` keeps the metastore's schema then);
+* the command says so in one warning line, and ``hsh describe`` lists the files (count, sample, oldest), both read
+  from the index (:func:`storage_handler.registration.describe.unreadable_files`);
+* ``--strict`` (``register``, ``sync``, ``index refresh``) refuses instead: the command fails in one line naming
+  the files before the metastore or the index changes (:func:`refuse_unreadable`, :class:`StrictEngine`).
+
+Why this rule and not a refusal: a table that a pipeline writes to always has a moment with a file a crashed
+writer left behind; refusing would make registration depend on that moment (refresh cannot refuse: it runs after
+the files are already part of the table), and plain Spark reads such a table the same way with or without the
+index. Why not skip the files: a scan that silently dropped a file Spark would fail on changes query results.
 """
 
 from __future__ import annotations
@@ -26,12 +45,14 @@ import pyarrow as pa
 from storage_handler.errors import DatasetError, SchemaError
 from storage_handler.hive_paths import partition_path
 from storage_handler.stats.columns import PATH
+from storage_handler.stats.engines.chunks import FooterJob
 from storage_handler.stats.engines.local import FooterEngine, LocalEngine, ProgressCallback, build_index
 from storage_handler.stats.engines.memory import release_memory
 from storage_handler.stats.engines.scan import FooterScan
 from storage_handler.stats.files.file_list import FileList
-from storage_handler.stats.files.walk import absolute_path, list_data_files
+from storage_handler.stats.files.walk import DataFile, absolute_path, list_data_files
 from storage_handler.stats.index.file_stats import StatsOptions
+from storage_handler.stats.index.layout import stats_errors
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
 from storage_handler.types import HiveType, arrow_to_hive
 
@@ -86,7 +107,10 @@ class Dataset:
     columns: tuple[tuple[str, HiveType], ...]
     arrow_schema: pa.Schema = field(compare=False)
     seed: pa.Table | None = field(default=None, compare=False)
-    """Index rows of :attr:`files` read during discovery (the index build reuses them instead of re-reading)."""
+    """Index rows of :attr:`files` read during discovery (the index build reuses them instead of re-reading);
+    unreadable files are rows with their ``stats_error``."""
+    unreadable: tuple[tuple[str, str], ...] = ()
+    """``(path, why)`` of every file whose footer could not be read, in path order (see the module docstring)."""
 
     # the layout's facts, as every caller of a dataset reads them
     root = property(lambda self: self.layout.root)
@@ -190,7 +214,8 @@ def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
 
 def discover(path: str, *, location: str | None = None, progress: Callable[[str], None] | None = None,
              conf: Mapping[str, str] | None = None, options: StatsOptions | None = None,
-             footers: ProgressCallback | None = None, engine: FooterEngine | None = None) -> Dataset:
+             footers: ProgressCallback | None = None, engine: FooterEngine | None = None,
+             strict: bool = False, need_schema: bool = True) -> Dataset:
     """Scan ``path`` (a local folder or a URI such as ``s3a://bucket/folder``) and describe it as a Hive table
     would see it. ``conf`` carries ``fs.s3a.*`` settings for object stores.
 
@@ -198,12 +223,15 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
     ``options`` (the table's statistics options), which :attr:`Dataset.seed` hands to the index build so it reads
     no footer again. ``footers(done, total)`` reports the pass; ``engine`` runs it (default: this machine's
     pool; a Spark engine scans on a cluster).
+
+    Unreadable files follow the module's rule: recorded in :attr:`Dataset.unreadable` (and as rows of the seed),
+    refused with ``strict``; with ``need_schema`` (registration) a dataset without one readable file is refused.
     """
     layout = survey(path, location=location, conf=conf)
     (progress or (lambda _m: None))(f"found {len(layout.files)} files under {layout.root}; reading their Parquet footers")
     stats_options = options or StatsOptions()
     scan = (engine or LocalEngine()).scan(layout.root, layout.files, stats_options, conf=conf, progress=footers)
-    return describe(layout, scan, stats_options, conf)
+    return describe(layout, scan, stats_options, conf, strict=strict, need_schema=need_schema)
 
 
 def survey(path: str, *, location: str | None = None, conf: Mapping[str, str] | None = None) -> Layout:
@@ -227,21 +255,67 @@ def survey(path: str, *, location: str | None = None, conf: Mapping[str, str] | 
 
 
 def describe(layout: Layout, scan: FooterScan, options: StatsOptions,
-             conf: Mapping[str, str] | None = None) -> Dataset:
-    """The dataset of ``layout`` once its footers are scanned: refuses unreadable files, columns of two types and
-    columns that are also partition keys; the table schema is the union of the files' schemas."""
+             conf: Mapping[str, str] | None = None, *, strict: bool = False, need_schema: bool = True) -> Dataset:
+    """The dataset of ``layout`` once its footers are scanned: the table schema is the union of the readable files'
+    schemas; columns of two types and columns that are also partition keys are refused. Unreadable files follow the
+    module's rule: kept as rows with their ``stats_error`` (refused with ``strict``); with ``need_schema`` a
+    dataset without one readable file is refused."""
     root = layout.root
-    if scan.unreadable:
-        f, why = scan.unreadable[0]
+    unreadable = tuple(sorted((f.path, why) for f, why in scan.unreadable))
+    if strict:
+        refuse_unreadable(root, unreadable)
+    if need_schema and not scan.groups:
+        path, why = unreadable[0]
         raise DatasetError(
-            f"{absolute_path(root, f.path)} is not a readable Parquet file ({' '.join(why.split())}); remove it, or "
-            "rename it to start with '_' or '.' so readers ignore it"
+            f"none of the {len(layout.files)} files under {root} is a readable Parquet file (e.g. "
+            f"{absolute_path(root, path)}: {' '.join(why.split())}), so there is no schema to register; "
+            "point at the folder that holds the Parquet files"
         )
     arrow_schema, columns = table_schema(layout, scan)
     seed = _seed(root, columns, layout.files, scan, options, conf)
     del scan  # the chunks' rows, now merged into ``seed``
     release_memory()
-    return Dataset(layout=layout, columns=columns, arrow_schema=arrow_schema, seed=seed)
+    return Dataset(layout=layout, columns=columns, arrow_schema=arrow_schema, seed=seed, unreadable=unreadable)
+
+
+def refuse_unreadable(root: str, unreadable: Sequence[tuple[str, str]]) -> None:
+    """``--strict``: raise one line naming the unreadable files (``(path, why)``, paths relative to ``root`` or
+    absolute), if there are any. Called before anything is committed, so a refusal changes nothing."""
+    if not unreadable:
+        return
+    shown = [absolute_path(root, path) for path, _ in unreadable[:3]]
+    first_why = " ".join(unreadable[0][1].split())
+    more = f", and {len(unreadable) - len(shown)} more" if len(unreadable) > len(shown) else ""
+    one = len(unreadable) == 1
+    them = "it" if one else "them"
+    raise DatasetError(
+        f"{len(unreadable)} {'file is' if one else 'files are'} not readable Parquet ({shown[0]}: {first_why}"
+        f"{'; ' + ', '.join(shown[1:]) if shown[1:] else ''}{more}) and --strict refuses {them}; nothing was "
+        f"changed. Remove {them}, or rename {them} to start with '_' or '.' so readers ignore {them}; without "
+        f"--strict {'it is' if one else 'they are'} recorded as unreadable and kept in every scan"
+    )
+
+
+class StrictEngine:
+    """A footer engine that refuses unreadable files (``--strict``): ``inner`` reads; a file whose footer could not
+    be read raises :class:`DatasetError` (see :func:`refuse_unreadable`) as soon as the footers are read, so the
+    refresh behind ``sync`` / ``index refresh`` (or the meta hook's) stops before it commits an index version or
+    alters the table."""
+
+    def __init__(self, inner: FooterEngine | None = None) -> None:
+        self.inner: FooterEngine = inner if inner is not None else LocalEngine()
+        self.name = self.inner.name
+
+    def read(self, job: FooterJob, files: Sequence[DataFile], progress: ProgressCallback | None = None) -> pa.Table:
+        rows = self.inner.read(job, files, progress)
+        refuse_unreadable(job.table_location, stats_errors(rows))
+        return rows
+
+    def scan(self, root: str, files: Sequence[DataFile], options: StatsOptions, *,
+             conf: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> FooterScan:
+        found = self.inner.scan(root, files, options, conf=conf, progress=progress)
+        refuse_unreadable(root, sorted((f.path, why) for f, why in found.unreadable))
+        return found
 
 
 def table_schema(layout: Layout, scan: FooterScan) -> tuple[pa.Schema, tuple[tuple[str, HiveType], ...]]:

@@ -1,8 +1,13 @@
-"""What ``hsh describe`` shows about a registered table."""
+"""What ``hsh describe`` shows about a registered table, and the summary of its unreadable files that every
+command which indexes prints (the rule: :mod:`storage_handler.registration.dataset`)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from metastore.client import MetastoreClient
 from metastore.names import TableName
@@ -13,7 +18,7 @@ from storage_handler.registration.table_spec import (
     table_columns,
     table_partition_keys,
 )
-from storage_handler.stats.columns import STATS_ERROR
+from storage_handler.stats.columns import MODIFICATION_TIME, PATH, STATS_ERROR
 from storage_handler.storage import s3a_settings, storage_for
 
 
@@ -69,8 +74,47 @@ def _index_info(location: str, partition_keys: list[str], conf: dict[str, str]) 
         "index_version": snapshot.version,
         "index_files": snapshot.table.num_rows,
         "index_files_without_stats": snapshot.table.num_rows - errors,
+        "unreadable_files": unreadable_files(snapshot.table),
         # what a query reads of the index: the snapshot, of which filters only for the columns its leaves name
         "index_bytes": index_bytes,
         "index_bytes_per_file": round(index_bytes / snapshot.table.num_rows, 1) if snapshot.table.num_rows else 0,
         "membership": membership_sizes(snapshot.table),
     }
+
+
+#: how many unreadable files ``hsh describe --json`` lists one by one (the count is always exact)
+UNREADABLE_LISTED = 1000
+
+
+def unreadable_files(index: pa.Table | None, *, limit: int = UNREADABLE_LISTED,
+                     now: float | None = None) -> dict[str, Any]:
+    """The files ``index`` records as unreadable (a ``stats_error``): how many, the oldest (by modification time)
+    and how old it is, and the first ``limit`` in path order with why. Vectorized: a Python object per unreadable
+    file listed, none per indexed file."""
+    if index is None or STATS_ERROR not in index.column_names:
+        return {"count": 0, "files": []}
+    failed = index.filter(pc.is_valid(index.column(STATS_ERROR)))
+    if failed.num_rows == 0:
+        return {"count": 0, "files": []}
+    mtimes = failed.column(MODIFICATION_TIME)
+    oldest = pc.index(mtimes, pc.min(mtimes)).as_py()
+    oldest_ms = mtimes[oldest].as_py()
+    age = max(0.0, (time.time() if now is None else now) - oldest_ms / 1000)
+    shown = failed.slice(0, limit)
+    return {
+        "count": failed.num_rows,
+        "oldest": failed.column(PATH)[oldest].as_py(),
+        "oldest_modified": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(oldest_ms / 1000)),
+        "oldest_age": _age(age),
+        "oldest_age_seconds": round(age),
+        "files": [{"path": p, "error": e} for p, e in zip(shown.column(PATH).to_pylist(),
+                                                             shown.column(STATS_ERROR).to_pylist(), strict=True)],
+        "files_listed": min(failed.num_rows, limit),
+    }
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} seconds"

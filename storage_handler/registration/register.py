@@ -4,6 +4,10 @@ The work is split into a *plan* (pure: what the dataset looks like and what the 
 (the metastore calls). ``--dry-run`` prints the plan and stops, so it can never change anything. Re-running is
 idempotent: an existing table with the same schema is kept and only missing partitions are added, in batches, with
 ``ifNotExists`` so a retry after a dropped connection cannot fail on partitions that did get in.
+
+Unreadable files follow :mod:`storage_handler.registration.dataset`'s rule: the table is registered from the readable
+ones and the others are recorded in the index and kept in every scan; with ``strict`` they are refused while
+planning, before the metastore or the index is touched.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
 from storage_handler.registration import hooked
-from storage_handler.registration.dataset import Dataset, discover
+from storage_handler.registration.dataset import Dataset, StrictEngine, discover, refuse_unreadable
 from storage_handler.registration.table_spec import (
     build_partition,
     build_table,
@@ -80,12 +84,13 @@ def plan_registration(
     progress: Callable[[str], None] | None = None,
     footers: ProgressCallback | None = None,
     engine: FooterEngine | None = None,
+    strict: bool = False,
 ) -> RegistrationPlan:
     properties = dict(table_properties or {})
     check_no_secrets(properties, "--table-property")
     options = StatsOptions.for_table(properties)  # as the index will be built: discovery reads it on the way
     dataset = discover(path, location=location, progress=progress, conf=properties, options=options,
-                       footers=footers, engine=engine)
+                       footers=footers, engine=engine, strict=strict)
     create_database = not client.database_exists(name.database)
     existing_parts: set[str] = set()
     create_table = True
@@ -129,15 +134,21 @@ def apply_registration(
     on_batch: Callable[[int, int], None] | None = None,
     progress: ProgressCallback | None = None,
     engine: FooterEngine | None = None,
+    strict: bool = False,
 ) -> dict[str, Any]:
-    """Create what the plan says is missing, through the handler's meta hook (which builds the index)."""
+    """Create what the plan says is missing, through the handler's meta hook (which builds the index). With
+    ``strict`` (the plan was made strict too) a file found unreadable while the index is built stops it before
+    the table is created or altered."""
     name, ds = plan.name, plan.dataset
+    if strict:  # before the database is created: a refusal changes nothing
+        refuse_unreadable(ds.root, ds.unreadable)
     if plan.create_database:
         client.ensure_database(name.database)
     table = build_table(name, ds.location, ds.columns, ds.partition_keys, owner=plan.owner,
                         parameters=plan.table_properties)
     hook = StorageHandler().get_meta_hook()
-    hook.progress, hook.engine, hook.seed, hook.known_files = progress, engine, ds.seed, ds.files
+    hook.progress, hook.seed, hook.known_files = progress, ds.seed, ds.files
+    hook.engine = StrictEngine(engine) if strict else engine
     if ds.location != ds.root and parse_location(ds.location) != parse_location(ds.root):
         hook.storage_root = ds.root  # --location names where readers find these files: index the scanned copy
     if plan.create_table:

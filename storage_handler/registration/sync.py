@@ -8,7 +8,9 @@
   Hive Parquet table for every Spark session; see :func:`storage_handler.registration.table_spec.legacy_parameters`);
 * incompatible changes are refused, naming the column, both types and the files involved: a column whose type
   changed, a column no file has any more (dropped or renamed), partition keys that differ;
-* the index is refreshed incrementally (only new or changed footers are read).
+* the index is refreshed incrementally (only new or changed footers are read);
+* unreadable files follow :mod:`storage_handler.registration.dataset`'s rule: recorded and kept in every scan (the
+  schema is compared with the readable files only), or refused with ``strict`` before anything changes.
 
 Concurrency: the whole apply runs under an exclusive HMS table lock where the metastore supports locks; the index
 commit is optimistic anyway (re-read the version, retry on conflict) and partition adds use ``ifNotExists``, so
@@ -30,7 +32,7 @@ from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION, partition_path
 from storage_handler.registration import hooked
-from storage_handler.registration.dataset import Dataset, discover
+from storage_handler.registration.dataset import Dataset, StrictEngine, discover
 from storage_handler.registration.register import DEFAULT_BATCH, add_partitions
 from storage_handler.registration.table_spec import (
     drop_legacy_parameters,
@@ -70,12 +72,13 @@ class SyncPlan:
 def plan_sync(
     client: MetastoreClient, name: TableName, *, drop_missing: bool = False,
     progress: Callable[[str], None] | None = None, footers: ProgressCallback | None = None,
-    engine: FooterEngine | None = None,
+    engine: FooterEngine | None = None, strict: bool = False,
 ) -> SyncPlan:
     table = client.get_table(name.database, name.table)
     conf = s3a_settings(table.parameters)
     dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf,
-                       options=StatsOptions.for_table(table.parameters), footers=footers, engine=engine)
+                       options=StatsOptions.for_table(table.parameters), footers=footers, engine=engine,
+                       strict=strict, need_schema=False)  # the metastore has the schema: no readable file is fine
     new_columns = _schema_changes(name, table, dataset)
     registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
     have = {_name(table, p) for p in registered}
@@ -105,11 +108,14 @@ def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tupl
         )
     have = {n.lower(): parse_hive_type(t) for n, t in table_columns(table)}
     found = {n.lower(): t for n, t in dataset.columns}
+    if not found and dataset.unreadable:
+        return ()  # no readable file to compare with (all are recorded as unreadable): the schema stays
+    readable = len(dataset.files) - len(dataset.unreadable)
     for column, old in have.items():
         if column not in found:
             raise SchemaError(
                 f"table {name}: column {column!r} ({old}) is in the metastore but in none of the "
-                f"{len(dataset.files)} files under {dataset.root} (dropped or renamed?); dropping or renaming "
+                f"{readable} readable files under {dataset.root} (dropped or renamed?); dropping or renaming "
                 "columns is not supported, restore the column or register a new table"
             )
         if str(found[column]) != str(old):
@@ -129,7 +135,10 @@ def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]
 
     hits = []
     storage = storage_for(dataset.root)
+    unreadable = {path for path, _ in dataset.unreadable}
     for f in dataset.files:
+        if f.path in unreadable:
+            continue
         uri = absolute_path(dataset.root, f.path)
         with storage.open_input(uri) as source:
             schema = pq.read_schema(source)
@@ -142,11 +151,14 @@ def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]
 def apply_sync(
     client: MetastoreClient, plan: SyncPlan, *, batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int, int], None] | None = None, progress: ProgressCallback | None = None,
-    engine: FooterEngine | None = None,
+    engine: FooterEngine | None = None, strict: bool = False,
 ) -> dict[str, Any]:
+    """Apply ``plan``; with ``strict`` a file found unreadable now (one of a partition registered outside the table
+    folder, or one that broke since the plan) stops the index refresh before it commits or alters the table."""
     name, ds = plan.name, plan.dataset
     hook = StorageHandler().get_meta_hook()
-    hook.progress, hook.engine, hook.seed, hook.known_files = progress, engine, ds.seed, ds.files
+    hook.progress, hook.seed, hook.known_files = progress, ds.seed, ds.files
+    hook.engine = StrictEngine(engine) if strict else engine
     def change_table(table: Any) -> None:
         if plan.new_columns:
             have = {c.name.lower() for c in table.sd.cols}

@@ -34,10 +34,20 @@ def test_empty_folder(metastore_uri: str, tmp_path: Path, hms) -> None:
     assert "bad" not in hms.get_all_databases()
 
 
-def test_non_parquet_file(metastore_uri: str, tmp_path: Path) -> None:
+def test_non_parquet_file(metastore_uri: str, tmp_path: Path, hms) -> None:
+    """A file that is not Parquet: ``--strict`` refuses it naming it and creates nothing; without it the table is
+    registered, the file recorded as unreadable (kept in every scan, as Spark would read it) and named in one
+    warning line. (Its own database: the tests around it check that "bad" is never created.)"""
     pq.write_table(pa.table({"a": [1]}), tmp_path / "ok.parquet")
     (tmp_path / "notes.txt").write_text("hello")
-    _fails(run_hsh("register", "bad.t3", str(tmp_path), "--metastore", metastore_uri), "notes.txt", "Parquet")
+    _fails(run_hsh("register", "notparquet.t3", str(tmp_path), "--strict", "--metastore", metastore_uri),
+           "notes.txt", "not readable Parquet", "nothing was changed")
+    assert not hms.table_exists("notparquet", "t3")
+    proc = run_hsh("register", "notparquet.t3", str(tmp_path), "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "notes.txt" in warnings[0] and "recorded as unreadable" in warnings[0]
+    assert [c.name for c in hms.get_table("notparquet", "t3").sd.cols] == ["a"]
 
 
 def test_conflicting_schemas_name_both_files(metastore_uri: str, tmp_path: Path, hms) -> None:
