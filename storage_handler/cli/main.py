@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from rich.markup import escape
 
@@ -19,8 +20,17 @@ from storage_handler.cli.output import err
 from storage_handler.errors import StorageHandlerError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one ``error:`` line (exit code 2) like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        err.print(f"[bold red]error:[/bold red] {escape(self.prog)}: {escape(message)} "
+                  f"(see `{escape(self.prog)} --help`)", highlight=False)
+        self.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hsh", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="hsh", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     services.add_commands(sub)

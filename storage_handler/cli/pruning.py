@@ -24,7 +24,6 @@ from storage_handler.cli.output import (
     warn_unreadable,
 )
 from storage_handler.errors import ConfigurationError
-from storage_handler.stats.columns import PATH
 
 
 def add_commands(sub: Any) -> None:
@@ -98,6 +97,7 @@ def _unregistered(args: argparse.Namespace, desc: Any) -> int:
 
 def _scan(args: argparse.Namespace) -> int:
     from storage_handler.handler import list_status_for
+    from storage_handler.stats.columns import PATH
 
     desc = table_desc(args, args.table)
     result, _props = list_status_for(desc, args.where)
