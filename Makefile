@@ -61,7 +61,7 @@ check-java:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[spark,test,reference-jdk]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install --quiet -e '.[spark,test,reference-jdk,kerberos]' --config-settings editable_mode=compat
 	@touch $@
 
 # Real Apache Hive 4 (metastore + HiveServer2 + Postgres) in Docker; only where a Docker engine exists.

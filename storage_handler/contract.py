@@ -8,14 +8,17 @@ then renamed for both, and a field one side expects but the other did not send f
 
 A scan request (one JSON line)::
 
-    {"op": "scan", "contract": <version>, "table": TABLE, "filters": [<filter_json>], "record": true}
+    {"op": "scan", "contract": <version>, "table": TABLE, "filters": [<filter_json>], "record": true,
+     "complete": <every conjunct of the query's filter is in "filters">,
+     "aggregate": null | {"columns": [NAME, ...], "bounds": [NAME, ...]}}
     TABLE := {"name": "db.t", "location": "<as the metastore has it>",
               "columns": [[NAME, HIVE_TYPE], ...], "partition_keys": [[NAME, HIVE_TYPE], ...],
               "metastore": "thrift://host:port" or null}   (where a partitioned table's partitions are listed)
 
 and its answer::
 
-    {"ok": true, "files": [[URI, BYTES, MTIME_MS, {KEY: VALUE or null}], ...], "metrics": {METRIC: ...}}
+    {"ok": true, "files": [[URI, BYTES, MTIME_MS, {KEY: VALUE or null}], ...], "metrics": {METRIC: ...},
+     "matched": null | {"positions": [...], "partitions": [...], "rows": [...], "columns": {...}, "exact": {...}}}
     {"ok": false, "error": "<one line for the query's exception>"}
 """
 
@@ -39,11 +42,14 @@ LEGACY_SCHEMA_PREFIX: str = _DATA["legacy_table_parameters"]["schema_prefix"]
 SETTING_NATIVE_SCAN: str = _DATA["settings"]["native_scan"]
 SETTING_PYTHON: str = _DATA["settings"]["python"]
 SETTING_PROCESSES: str = _DATA["settings"]["processes"]
+SETTING_AGGREGATES: str = _DATA["settings"]["aggregates"]
 SCAN_REQUEST: tuple[str, ...] = tuple(_DATA["scan_request"])
 TABLE: tuple[str, ...] = tuple(_DATA["table"])
 ANSWER: tuple[str, ...] = tuple(_DATA["answer"])
 FILE_ROW: tuple[str, ...] = tuple(_DATA["file_row"])
 METRICS: tuple[str, ...] = tuple(_DATA["metrics"])
+MATCHED: tuple[str, ...] = tuple(_DATA["matched"])
+AGGREGATE_REQUEST: tuple[str, ...] = tuple(_DATA["aggregate_request"])
 _FILTERS: dict[str, Any] = _DATA["filters"]
 FILTER_OP: str = _FILTERS["op_field"]
 VALUE_TAG: str = _FILTERS["tag_field"]

@@ -76,9 +76,13 @@ class StorageHandler:
 
     def configure_input_job_properties(
         self, table_desc: TableDesc, job_properties: MutableMapping[str, str],
-        pushed: DecomposedPredicate | None = None,
+        pushed: DecomposedPredicate | None = None, *, complete: bool = False,
     ) -> None:
-        """Write the table description and the pushed filter; stale filter keys are removed (idempotent)."""
+        """Write the table description and the pushed filter; stale filter keys are removed (idempotent).
+
+        ``complete``: the caller knows ``pushed`` stands for the read's whole filter (nothing was left out before
+        it reached the handler), which lets ``list_status`` call files fully matched.
+        """
         job_properties.update(keys.table_properties(
             table_desc.name, table_desc.location, table_desc.columns, table_desc.partition_keys
         ))
@@ -90,6 +94,8 @@ class StorageHandler:
             job_properties[keys.INDEX_VERSION] = version
         for key in keys.FILTER_KEYS:
             job_properties.pop(key, None)
+        if complete:
+            job_properties[keys.FILTER_COMPLETE] = "true"
         if pushed is None:
             return
         job_properties[keys.HSH_SARG] = sarg_serde.dumps(pushed.pushed_object)
@@ -137,5 +143,6 @@ def list_status_for(table_desc: TableDesc, where: str | None = None, partitions:
     handler = StorageHandler()
     pushed = handler.decompose_where(table_desc, where) if where else None
     props: dict[str, str] = {}
-    handler.configure_input_job_properties(table_desc, props, pushed)
+    # HiveQL text becomes one SearchArgument of the whole condition (unconvertible parts as YES_NO_NULL)
+    handler.configure_input_job_properties(table_desc, props, pushed, complete=True)
     return handler.get_input_format_class()().list_status(props, partitions), props

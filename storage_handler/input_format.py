@@ -44,7 +44,7 @@ from storage_handler.catalog import (
 )
 from storage_handler.catalog.metastore_source import partition_source
 from storage_handler.decode.serialized import decode_job_conf
-from storage_handler.job_conf import JobConf
+from storage_handler.job_conf import FILTER_COMPLETE, JobConf
 from storage_handler.pruning import PredicateEvaluator
 from storage_handler.pruning.bind import BoundLeaf, StatsColumn, bound_leaves
 from storage_handler.pruning.membership import membership_columns
@@ -104,6 +104,8 @@ class ScanMetrics:
     seconds_listing: float
     seconds_partitions: float
     seconds_stats: float
+    files_matched_fully: int = 0  # kept files each of whose rows certainly matches (statistics prove it)
+    rows_matched_fully: int = 0  # their rows: what aggregates may take from the index without reading
     metastore_calls: int = 0  # calls this scan made to the metastore (0 for an unpartitioned table)
     index_loads: int = 0  # loads of the index (current version found, rows read or taken from the cache)
     index_row_groups_read: int = 0  # index row groups read from storage (0 when the warm cache served them)
@@ -125,6 +127,9 @@ class ListStatusResult:
     metrics: ScanMetrics
     evaluator: PredicateEvaluator | None = field(default=None, compare=False)
     scan: pa.Table | None = field(default=None, compare=False)  # listing joined with stats (for explain)
+    # per kept file: every row certainly matches (None: the filter is not known whole, so no file is certain)
+    certain: pa.BooleanArray | None = field(default=None, compare=False)
+    kept_rows: pa.Table | None = field(default=None, compare=False)  # the kept files' listing + statistics rows
 
     @functools.cached_property
     def files(self) -> tuple[FileStatus, ...]:
@@ -132,6 +137,22 @@ class ListStatusResult:
         partitions = self.kept.partitions
         return tuple(FileStatus(path, size, mtime, partitions[part]) for path, size, mtime, part in zip(
             *columns, self.kept.partition_of.to_pylist(), strict=True))
+
+
+def _certain(job_conf: Mapping[str, str], evaluator: PredicateEvaluator | None, rows: pa.Table) -> pa.BooleanArray | None:
+    """Per kept file, whether every row certainly matches; None when the filter is not known whole."""
+    if job_conf.get(FILTER_COMPLETE) != "true":
+        return None
+    if evaluator is None:  # no filter: every row of every file matches
+        return pa.array(np.ones(rows.num_rows, dtype=bool), pa.bool_())
+    return evaluator.certain(rows)
+
+
+def _rows(rows: pa.Table, certain: pa.BooleanArray | None) -> int:
+    """The rows of the fully matched files, as far as the index knows them."""
+    if certain is None or NUM_RECORDS not in rows.column_names:
+        return 0
+    return pc.sum(pc.filter(rows.column(NUM_RECORDS), certain)).as_py() or 0
 
 
 def is_trivial(sarg: SearchArgument) -> bool:
@@ -172,15 +193,21 @@ def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]
 class ParquetInputFormat:
     """The Python side of ``MapredParquetInputFormat`` with file pruning (``list_status`` + ``get_splits``)."""
 
-    def list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None = None) -> ListStatusResult:
-        """The files that may hold matching rows; ``partitions`` replaces the metastore of the job configuration."""
+    def list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None = None, *,
+                    with_index: bool = False) -> ListStatusResult:
+        """The files that may hold matching rows; ``partitions`` replaces the metastore of the job configuration.
+
+        ``with_index``: attach the kept files' index rows (``kept_rows``) even when the filter needs none -- what
+        answering aggregates from the index reads.
+        """
         with counting() as work:
-            result = self._list_status(job_conf, partitions)
+            result = self._list_status(job_conf, partitions, with_index)
         metrics = dataclasses.replace(result.metrics, metastore_calls=work[METASTORE_CALLS],
                                       index_loads=work[INDEX_LOADS], index_row_groups_read=work[INDEX_GROUPS_READ])
         return dataclasses.replace(result, metrics=metrics)
 
-    def _list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None) -> ListStatusResult:
+    def _list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None,
+                     with_index: bool) -> ListStatusResult:
         conf, sarg, evaluator = _compiled(tuple(sorted(job_conf.items())))
         t0 = time.perf_counter()
         storage = storage_for(conf.location, job_conf)
@@ -204,23 +231,25 @@ class ParquetInputFormat:
         t2 = time.perf_counter()
         sizes = scan.column(SIZE)
         index_version = None
+        unknown = scan.num_rows if evaluator is None else 0
         if evaluator is None:
             selection = after_parts = pa.array(np.ones(scan.num_rows, dtype=bool), pa.bool_())
-            unknown = scan.num_rows
-            t3 = t4 = time.perf_counter()
         else:
             after_parts = evaluator.eval(scan)
-            t3 = time.perf_counter()
-            if _reads_statistics(evaluator):
-                snapshot = load_index(conf.location, prefixes, membership_columns(evaluator.bound), conf=job_conf,
-                                      cached=True)
-                index_version = snapshot.version if snapshot else None
-                scan, unknown = attach_stats(scan, snapshot.table if snapshot else None)
+        t3 = time.perf_counter()
+        if with_index or (evaluator is not None and _reads_statistics(evaluator)):
+            wanted = membership_columns(evaluator.bound) if evaluator is not None else frozenset()
+            snapshot = load_index(conf.location, prefixes, wanted, conf=job_conf, cached=True)
+            index_version = snapshot.version if snapshot else None
+            scan, unknown = attach_stats(scan, snapshot.table if snapshot else None)
+            if evaluator is not None:
                 selection = evaluator.eval(scan, after_parts)
-            else:  # no leaf on a data column: statistics cannot change the answer, so the index is not read
-                selection, unknown = after_parts, 0
-            t4 = time.perf_counter()
+        elif evaluator is not None:  # no leaf on a data column: statistics cannot change the answer
+            selection = after_parts
+        t4 = time.perf_counter()
         kept = listed.filter(selection)
+        kept_rows = scan.filter(selection)
+        certain = _certain(job_conf, evaluator, kept_rows)
         metrics = ScanMetrics(
             table=conf.table, sarg=sarg.to_old_string(),
             partitions_total=partitions_total, partitions_kept=partitions_kept,
@@ -229,6 +258,8 @@ class ParquetInputFormat:
             bytes_after_partitions=_sum(pc.filter(sizes, after_parts)),
             files_kept=kept.num_rows, bytes_kept=_sum(pc.filter(sizes, selection)),
             files_without_stats=unknown, index_version=index_version,
+            files_matched_fully=0 if certain is None else pc.sum(certain).as_py() or 0,
+            rows_matched_fully=_rows(kept_rows, certain),
             seconds_metastore=t1 - t0, seconds_listing=t2 - t1, seconds_partitions=t3 - t2, seconds_stats=t4 - t3,
         )
         log.info(
@@ -236,7 +267,7 @@ class ParquetInputFormat:
             conf.table, metrics.files_kept, metrics.files_total, metrics.bytes_kept, metrics.bytes_total,
             metrics.files_after_partitions, metrics.sarg,
         )
-        return ListStatusResult(kept, metrics, evaluator, scan)
+        return ListStatusResult(kept, metrics, evaluator, scan, certain, kept_rows)
 
     def get_splits(self, job_conf: Mapping[str, str], result: ListStatusResult | None = None) -> list[Split]:
         """One split per kept file (Parquet files are read whole; row groups are pruned when reading)."""

@@ -44,9 +44,12 @@ HSH_SARG = "hsh.sarg"
 HSH_FILTER_EXPR = "hsh.filter.expr"
 FILTER_TIME_ZONE = "hsh.filter.time.zone"
 HIVE_WRITER_VERSION = "hsh.hive.writer.version"
+#: "true" when the SearchArgument stands for the *whole* filter of the read (no part of it was left out on the way,
+#: e.g. a Spark filter with no Hive form): only then may a file be called fully matched (aggregates from the index)
+FILTER_COMPLETE = "hsh.filter.complete"
 SPARK_HIVE_VERSION = "spark.sql.hive.version"
 INDEX_VERSION = "hsh.index.version"
-FILTER_KEYS = (HSH_SARG, HSH_FILTER_EXPR, FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN)
+FILTER_KEYS = (HSH_SARG, HSH_FILTER_EXPR, FILTER_EXPR, FILTER_TEXT, SARG_PUSHDOWN, FILTER_COMPLETE)
 
 
 def _pairs(names_text: str, types_text: str, sep: str, what: str) -> tuple[tuple[str, HiveType], ...]:

@@ -48,7 +48,7 @@ from hypothesis import HealthCheck, event, given, settings
 from storage_handler.handler import list_status_for
 from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION
 from storage_handler.input_format import ParquetInputFormat
-from storage_handler.job_conf import SARG_PUSHDOWN, table_properties
+from storage_handler.job_conf import FILTER_COMPLETE, SARG_PUSHDOWN, table_properties
 from storage_handler.sarg import LeafOperator, LeafType, SearchArgument, TruthValue
 from storage_handler.sarg import serde as sarg_serde
 from storage_handler.stats import StatsOptions, load, update_index
@@ -105,6 +105,7 @@ def configure(location: str, columns: tuple[Column, ...], partitioned: bool, sar
     props = table_properties("db.e2e", location, table_columns(columns),
                              [(PARTITION, PARTITION_TYPE)] if partitioned else [])
     props[SARG_PUSHDOWN] = sarg_serde.dumps(sarg)
+    props[FILTER_COMPLETE] = "true"  # the SearchArgument is the whole predicate: files may be fully matched
     return props
 
 
@@ -244,9 +245,16 @@ class Oracle:
                 found = (rounding, total)
         return found
 
+    def certainly_matches(self, row: dict[str, Any], tree: Any) -> bool:
+        """Whether the row matches under *every* reading of the semantics (what a fully matched file needs)."""
+        return all(
+            kleene(tree, lambda leaf, r=rounding, t=total: self._leaf(row, leaf[0], leaf[1], leaf[3], r, t)) is TV.YES
+            for rounding, total in MODES
+        )
+
 
 # ================================================================================================ the property
-def run_scenario(sc: Scenario, tmp: str, membership: MembershipSpec | None = None) -> int:
+def run_scenario(sc: Scenario, tmp: str, membership: MembershipSpec | None = None) -> int:  # noqa: C901
     """Write, index, change storage, then check every predicate; returns how many (file, predicate) were pruned.
     ``membership``: bloom filters / value lists to index too (``tests/test_membership_e2e.py``)."""
     root = Path(tmp) / "table"
@@ -291,6 +299,15 @@ def run_scenario(sc: Scenario, tmp: str, membership: MembershipSpec | None = Non
             for row in rows[rel]:
                 mode = oracle.matching_mode(row, tree, sarg)
                 assert mode is None, false_negative_report(root, location, sc, rel, row, mode, tree, sarg)
+        # strict evaluation: a file called fully matched has no row that fails the predicate in any reading
+        assert result.certain is not None
+        for rel, certain in zip(kept, result.certain.to_pylist(), strict=True):
+            if certain:
+                event("a file was fully matched")
+                for row in rows[rel]:
+                    assert oracle.certainly_matches(row, tree), (
+                        f"FALSE CERTAINTY: {rel} was called fully matched but this row does not match in every "
+                        f"reading: {row}\n  predicate: {tree}\n  sarg: {sarg.to_old_string()}")
         pruned += len(on_disk) - len(kept)
     return pruned
 

@@ -59,12 +59,15 @@ class SparkDecoded:
     """The decoded filters: ``decoded`` (SearchArgument, pushed, residual), and which filters did what.
 
     ``converted``: filters that contribute leaves to the SearchArgument. ``unsupported``: filters that do not
-    prune (they are still part of ``decoded.residual`` when they could be expressed at all).
+    prune (they are still part of ``decoded.residual`` when they could be expressed at all). ``unexpressed``:
+    the unsupported ones that have no expression at all, hence are missing from the SearchArgument (while an
+    expressed but unconvertible one is in it as ``YES_NO_NULL``).
     """
 
     decoded: Decoded
     converted: tuple[flt.Filter, ...]
     unsupported: tuple[flt.Filter, ...]
+    unexpressed: tuple[flt.Filter, ...] = ()
 
 
 class _Unsupported(Exception):
@@ -77,11 +80,13 @@ def decode_spark_filters(filters: Iterable[flt.Filter], schema: Schema) -> Spark
     terms: list[Expr] = []
     expressible: list[tuple[flt.Filter, Expr]] = []
     unsupported: list[flt.Filter] = []
+    unexpressed: list[flt.Filter] = []
     for f in filters:
         try:
             expr = filter_to_expr(f, columns)
         except _Unsupported:
             unsupported.append(f)
+            unexpressed.append(f)
             continue
         terms.append(expr)
         expressible.append((f, expr))
@@ -95,7 +100,7 @@ def decode_spark_filters(filters: Iterable[flt.Filter], schema: Schema) -> Spark
             converted.append(f)
         else:
             unsupported.append(f)
-    return SparkDecoded(decoded, tuple(converted), tuple(unsupported))
+    return SparkDecoded(decoded, tuple(converted), tuple(unsupported), tuple(unexpressed))
 
 
 def filter_to_expr(f: flt.Filter, columns: Mapping[str, HiveType]) -> Expr:

@@ -56,6 +56,12 @@ class PredicateEvaluator:
         selection = _selection(existing_selection, batch.num_rows)
         return keep if selection is None else pc.and_(keep, selection)
 
+    def certain(self, batch: pa.RecordBatch | pa.Table) -> pa.BooleanArray:
+        """True for every file each of whose rows certainly satisfies the predicate (see
+        :meth:`~storage_handler.pruning.vectorized.CompiledPredicate.certain`): what aggregates may take from
+        the index instead of reading the file."""
+        return self.compiled.certain(batch)
+
     def truth_values(self, batch: pa.RecordBatch | pa.Table) -> pa.Int8Array:
         """One TruthValue code per file (``YES=1, NO=2, NULL=4`` bit sets)."""
         return self.compiled.truth_values(batch)

@@ -143,6 +143,10 @@ class TruthPlanes:
         """The keep mask: the YES bit."""
         return materialize(self.yes, length)
 
+    def certain(self, length: int) -> pa.BooleanArray:
+        """Exactly ``YES``: every row of the container satisfies the predicate (no row false, none unknown)."""
+        return materialize(p_and(self.yes, p_and(p_not(self.no), p_not(self.null))), length)
+
 
 def planes_and(children: Sequence[TruthPlanes]) -> TruthPlanes:
     """N-ary AND over planes, with the formulas of the module docstring."""

@@ -59,6 +59,12 @@ from storage_handler.pruning.truth_codes import (
 from storage_handler.sarg import LeafOperator
 
 Op = LeafOperator
+#: Column types whose index bounds are trustworthy enough to prove a leaf true for *every* row (strict
+#: evaluation). Bounds that are valid for pruning are valid for this too (a proof of YES uses the same
+#: inequalities as a proof of NO); left out are float/double (NaN is no bound) and char/varchar (bounds are cut
+#: to the declared length, while Spark reads the stored values whole).
+STRICT_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "decimal", "string", "boolean", "date",
+                          "timestamp"})
 _NO_NULL_VARIANT = (Op.IS_NULL, Op.NULL_SAFE_EQUALS)
 _UNKNOWN = TruthPlanes(True, True, True)
 
@@ -216,8 +222,9 @@ class _Range:
 class _Batch:
     """One evaluation's view of the containers' statistics, caching per-source inputs."""
 
-    def __init__(self, stats: PruningStatistics) -> None:
+    def __init__(self, stats: PruningStatistics, strict: bool = False) -> None:
         self.stats = stats
+        self.strict = strict
         self.length = stats.num_containers
         self._inputs: dict[object, LeafInput] = {}
         self._file: tuple[Plane, pa.Array | None, _Range, Plane] | None = None
@@ -243,7 +250,9 @@ class _Batch:
 
     def leaf_input(self, source: object) -> LeafInput:
         if source not in self._inputs:
-            if isinstance(source, StatsColumn):
+            if isinstance(source, StatsColumn) and self.strict and source.hive_type.name not in STRICT_TYPES:
+                self._inputs[source] = _NO_INPUT  # unknown: never proves a row true
+            elif isinstance(source, StatsColumn):
                 self._inputs[source] = self._stats_input(source)
             else:
                 assert isinstance(source, PartitionValue)
@@ -330,9 +339,13 @@ class CompiledPredicate:
             register[id(node)] = len(self._steps)
             self._steps.append(step)
 
-    def evaluate(self, data: PruningStatistics | pa.RecordBatch | pa.Table) -> TruthPlanes:
-        """One TruthValue per container (a file: a row of an index-shaped ``data``), as planes."""
-        view = _Batch(as_statistics(data))
+    def evaluate(self, data: PruningStatistics | pa.RecordBatch | pa.Table, *, strict: bool = False) -> TruthPlanes:
+        """One TruthValue per container (a file: a row of an index-shaped ``data``), as planes.
+
+        ``strict``: as sound for proving ``YES`` as for proving ``NO`` -- leaves on columns whose bounds cannot
+        prove a row true (see :data:`STRICT_TYPES`) are unknown.
+        """
+        view = _Batch(as_statistics(data), strict)
         regs: list[TruthPlanes] = []
         for kind, payload, kids in self._steps:
             if kind == "leaf":
@@ -355,6 +368,10 @@ class CompiledPredicate:
     def keep(self, batch: PruningStatistics | pa.RecordBatch | pa.Table) -> pa.BooleanArray:
         """True for every file that may hold a matching row."""
         return self.evaluate(batch).needed(as_statistics(batch).num_containers)
+
+    def certain(self, batch: PruningStatistics | pa.RecordBatch | pa.Table) -> pa.BooleanArray:
+        """True for every container each of whose rows certainly matches (strict evaluation: exactly ``YES``)."""
+        return self.evaluate(batch, strict=True).certain(as_statistics(batch).num_containers)
 
     def leaf_truth_values(self, batch: PruningStatistics | pa.RecordBatch | pa.Table) -> dict[int, pa.Int8Array]:
         """Each leaf's codes, keyed by the SearchArgument leaf index (for ``explain``)."""

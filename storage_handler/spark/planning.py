@@ -29,8 +29,12 @@ class Configured:
     pushed_filters: tuple[str, ...]
 
 
-def configure(identity: TableIdentity, filters: Sequence[Filter]) -> Configured:
-    """Decode AND-ed Spark ``filters``, let the handler decompose them, and configure the job properties."""
+def configure(identity: TableIdentity, filters: Sequence[Filter], *, complete: bool = False) -> Configured:
+    """Decode AND-ed Spark ``filters``, let the handler decompose them, and configure the job properties.
+
+    ``complete``: the caller sent every conjunct of the query's filter; if each of them also decodes here, the
+    SearchArgument stands for the whole filter and files may be found fully matched.
+    """
     from storage_handler.decode.spark_filters import decode_spark_filters
     from storage_handler.handler import StorageHandler
     from storage_handler.table_desc import TableDesc
@@ -42,19 +46,24 @@ def configure(identity: TableIdentity, filters: Sequence[Filter]) -> Configured:
         decoded = decode_spark_filters(filters, identity.schema)
         pushed = handler.decompose_predicate(None, None, decoded.decoded.residual)
         converted = decoded.converted
+        # a filter with no expression here is not in the SearchArgument (one that is in it, even partly as
+        # YES_NO_NULL, keeps the tree sound for a proof of YES)
+        complete = complete and not decoded.unexpressed
     desc = TableDesc(identity.table, identity.location, identity.columns, identity.partition_keys,
                      parameters=dict(identity.storage), metastore_uri=identity.metastore_uri)
     props: dict[str, str] = {}
-    handler.configure_input_job_properties(desc, props, pushed)
+    handler.configure_input_job_properties(desc, props, pushed, complete=complete)
     return Configured(props, tuple(repr(f) for f in converted))
 
 
-def list_files(configured: Configured, *, path: str, record: bool = True) -> ListStatusResult:
+
+def list_files(configured: Configured, *, path: str, record: bool = True, with_index: bool = False
+               ) -> ListStatusResult:
     """``list_status`` for a configured scan; with ``record`` its metrics go to the scan log as coming from ``path``."""
     from storage_handler.input_format import ParquetInputFormat
     from storage_handler.spark.metrics import record_scan
 
-    result = ParquetInputFormat().list_status(configured.job_properties)
+    result = ParquetInputFormat().list_status(configured.job_properties, with_index=with_index)
     if record:
         record_scan({**result.metrics.as_dict(), "path": path, "pushed_filters": list(configured.pushed_filters)})
     return result

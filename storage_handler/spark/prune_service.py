@@ -64,8 +64,10 @@ def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | No
         raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
     contract.check_version(request)
     contract.require(request, contract.SCAN_REQUEST, "scan request")
-    location, configured = _configured(json.dumps([request["table"], request["filters"]], sort_keys=True))
-    result = list_files(configured, path=PATH, record=False)
+    aggregate = request["aggregate"]
+    location, configured = _configured(json.dumps([request["table"], request["filters"], request["complete"]],
+                                                  sort_keys=True))
+    result = list_files(configured, path=PATH, record=False, with_index=aggregate is not None)
     if request["record"]:
         entry = {**result.metrics.as_dict(), "path": PATH, "pushed_filters": list(configured.pushed_filters)}
         if deferred is None:
@@ -74,9 +76,22 @@ def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | No
             deferred.append(lambda: record_scan(entry))
     metrics = json.dumps(contract.answer_metrics(result.metrics.as_dict()), default=str)
     files = file_rows_json(location, result.kept)
+    matched = "null" if aggregate is None else json.dumps(_matched(request["table"], result, aggregate))
     # the service's own time for this request: the JVM subtracts it from its round trip to see the hop's cost
     service_ms = (time.perf_counter() - started) * 1000
-    return f'{{"ok": true, "files": {files}, "metrics": {metrics}, "service_ms": {service_ms:.3f}}}'
+    return (f'{{"ok": true, "files": {files}, "metrics": {metrics}, "matched": {matched}, '
+            f'"service_ms": {service_ms:.3f}}}')
+
+
+def _matched(table: dict[str, Any], result: Any, aggregate: dict[str, Any]) -> dict[str, Any]:
+    """The kept files the index answers the query's aggregates for (:mod:`storage_handler.spark.aggregates`)."""
+    from storage_handler.spark.aggregates import matched
+    from storage_handler.spark.table_props import TableIdentity
+
+    contract.require(aggregate, contract.AGGREGATE_REQUEST, "aggregate request")
+    columns = {name.lower(): hive_type for name, hive_type in TableIdentity.from_contract(table).columns}
+    return matched(result.kept, result.kept_rows, result.certain, columns, aggregate["columns"],
+                   aggregate["bounds"])
 
 
 @functools.lru_cache(maxsize=128)
@@ -90,12 +105,13 @@ def _configured(key: str) -> tuple[str, Configured]:
     from storage_handler.spark.planning import configure
     from storage_handler.spark.table_props import TableIdentity
 
-    table, nodes = json.loads(key)
+    table, nodes, complete = json.loads(key)
     identity = TableIdentity.from_contract(table)
     # a filter value this side cannot decode (a date beyond Python's years) only prunes less
     filters = decode_filters(nodes, on_undecodable=lambda e: log.warning(
         "hsh prune service: filter left out of pruning (%s)", e))
-    return identity.location, configure(identity, filters)
+    complete = bool(complete) and len(filters) == len(nodes)  # a filter that did not decode is not in the SARG
+    return identity.location, configure(identity, filters, complete=complete)
 
 
 def serve(requests: IO[str], answers: IO[str]) -> None:

@@ -163,7 +163,7 @@ def test_prune_service_protocol(typed: Path, metastore_uri: str) -> None:
     columns = (("c_bigint", parse_hive_type("bigint")), ("c_str", parse_hive_type("string")))
     keys = (("region", parse_hive_type("string")), ("bucket", parse_hive_type("int")))
     table = TableIdentity(TABLE, str(typed), columns, keys, metastore_uri).to_contract()
-    scan = {"op": "scan", "contract": VERSION, "table": table, "record": False}
+    scan = {"op": "scan", "contract": VERSION, "table": table, "record": False, "complete": True, "aggregate": None}
     requests = [
         {**scan, "filters": [{"op": "Or", "left": {"op": "EqualTo", "attribute": "c_bigint",
                                                    "value": {"t": "int", "v": 5}},
@@ -212,7 +212,7 @@ def test_prune_service_repeats_see_storage_anew_and_log_after_answering(tmp_path
     columns = (("v", parse_hive_type("bigint")),)
     update_index(str(root), columns)
     table = TableIdentity("native.repeat", str(root), columns, ()).to_contract()
-    request = json.dumps({"op": "scan", "contract": VERSION, "table": table, "record": True,
+    request = json.dumps({"op": "scan", "contract": VERSION, "table": table, "record": True, "complete": True, "aggregate": None,
                           "filters": [{"op": "EqualTo", "attribute": "v", "value": {"t": "int", "v": 15}}]}) + "\n"
     answers = []
     for step in range(3):

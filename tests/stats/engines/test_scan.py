@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from storage_handler.errors import DatasetError
 from storage_handler.registration.dataset import discover
 from storage_handler.stats import FooterJob, LocalEngine, StatsOptions, build_index, list_data_files
 from storage_handler.stats.engines.scan import scan_footers
@@ -67,11 +68,13 @@ def test_worker_processes_give_the_same_rows_as_threads(tmp_path: Path) -> None:
                                                                check_metadata=True)
 
 
-def test_an_unreadable_footer_refuses_registration_naming_the_file(tmp_path: Path) -> None:
+def test_an_unreadable_footer_is_recorded_and_strict_refuses_naming_the_file(tmp_path: Path) -> None:
+    """One rule for unreadable files (issue 31): recorded as unreadable, the rest indexed; --strict refuses."""
     write(tmp_path, "a.parquet", pa.table({"x": [1]}))
     (tmp_path / "b.parquet").write_bytes(b"PAR1 not a footer PAR1")
-    with pytest.raises(Exception, match=r"b\.parquet is not a readable Parquet file"):
-        discover(str(tmp_path))
+    assert [p for p, _ in discover(str(tmp_path)).unreadable] == ["b.parquet"]
+    with pytest.raises(DatasetError, match=r"b\.parquet"):
+        discover(str(tmp_path), strict=True)
 
 
 def test_refresh_reads_with_worker_processes_the_same_rows_as_threads(tmp_path: Path) -> None:

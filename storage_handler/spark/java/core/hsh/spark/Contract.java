@@ -19,6 +19,7 @@ final class Contract {
   static final String SETTING_NATIVE_SCAN = text("settings", "native_scan");
   static final String SETTING_PYTHON = text("settings", "python");
   static final String SETTING_PROCESSES = text("settings", "processes");
+  static final String SETTING_AGGREGATES = text("settings", "aggregates");
   private static final String STORAGE_PREFIX = DATA.get("storage_settings_prefix").asText();
   private static final List<String> STORAGE_SECRETS = names("storage_secret_suffixes");
   private static final List<String> SCAN_REQUEST = names("scan_request");
@@ -26,6 +27,8 @@ final class Contract {
   private static final List<String> ANSWER = names("answer");
   private static final List<String> FILE_ROW = names("file_row");
   private static final List<String> METRICS = names("metrics");
+  private static final List<String> MATCHED = names("matched");
+  private static final List<String> AGGREGATE_REQUEST = names("aggregate_request");
   private static final JsonNode FILTERS = DATA.get("filters");
   static final String FILTER_OP = FILTERS.get("op_field").asText();
   static final String VALUE_TAG = FILTERS.get("tag_field").asText();
@@ -86,6 +89,16 @@ final class Contract {
     JsonNode value = row.get(i);
     if (value == null) throw missing("kept-file row " + row, name, table);
     return value;
+  }
+
+  /** Field {@code name} of an answer's {@code matched} part (the files the index answers aggregates for). */
+  static JsonNode matched(JsonNode matched, String name, String table) {
+    return present(matched, field(MATCHED, name), "matched files", table);
+  }
+
+  /** A field name of the aggregate part of a scan request (checked against the contract). */
+  static String aggregateRequest(String name) {
+    return field(AGGREGATE_REQUEST, name);
   }
 
   /** A metric of the answer; a missing one throws rather than reading as 0. */

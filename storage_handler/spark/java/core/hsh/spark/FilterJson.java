@@ -58,33 +58,64 @@ final class FilterJson {
    * and the index use.
    */
   static ArrayNode encodeAll(SparkSession session, Iterable<Expression> predicates) {
+    return encode(session, predicates).filters;
+  }
+
+  /** The filters of {@code predicates} and whether every one of them was encoded whole. */
+  static Encoded encode(SparkSession session, Iterable<Expression> predicates) {
     SQLConf conf = session.sessionState().conf().clone(); // the session's, whichever thread encodes
     conf.setConfString("spark.sql.datetime.java8API.enabled", "true");
     return SQLConf$.MODULE$.withExistingConf(conf, () -> encodeEach(predicates));
   }
 
-  private static ArrayNode encodeEach(Iterable<Expression> predicates) {
-    ArrayNode out = JSON.arrayNode();
-    for (Expression e : predicates) {
-      if (!e.deterministic()) continue;
-      Option<Filter> f = DataSourceStrategy$.MODULE$.translateFilter(e, false);
-      if (f.isEmpty()) continue;
-      ObjectNode node = encodeConjunct(f.get());
-      if (node != null) out.add(node);
+  /**
+   * Encoded filters; {@code complete} when no predicate or part of one was left out -- only then does the
+   * handler's SearchArgument stand for the whole condition (what proving a file fully matched needs).
+   */
+  static final class Encoded {
+    final ArrayNode filters;
+    final boolean complete;
+
+    Encoded(ArrayNode filters, boolean complete) {
+      this.filters = filters;
+      this.complete = complete;
     }
-    return out;
   }
 
-  /** A conjunct: under a top-level AND an unencodable side may be dropped; null when nothing is left. */
-  private static ObjectNode encodeConjunct(Filter f) {
+  private static Encoded encodeEach(Iterable<Expression> predicates) {
+    ArrayNode out = JSON.arrayNode();
+    boolean[] complete = {true};
+    for (Expression e : predicates) {
+      if (!e.deterministic()) {
+        complete[0] = false;
+        continue;
+      }
+      Option<Filter> f = DataSourceStrategy$.MODULE$.translateFilter(e, false);
+      if (f.isEmpty()) {
+        complete[0] = false;
+        continue;
+      }
+      ObjectNode node = encodeConjunct(f.get(), complete);
+      if (node != null) out.add(node);
+    }
+    return new Encoded(out, complete[0]);
+  }
+
+  /**
+   * A conjunct: under a top-level AND an unencodable side may be dropped (then {@code complete[0]} is cleared);
+   * null when nothing is left.
+   */
+  private static ObjectNode encodeConjunct(Filter f, boolean[] complete) {
     if (f instanceof And) {
       And and = (And) f;
-      ObjectNode left = encodeConjunct(and.left());
-      ObjectNode right = encodeConjunct(and.right());
+      ObjectNode left = encodeConjunct(and.left(), complete);
+      ObjectNode right = encodeConjunct(and.right(), complete);
       if (left == null || right == null) return left == null ? right : left;
       return pair("And", left, right);
     }
-    return encodeExact(f);
+    ObjectNode exact = encodeExact(f);
+    if (exact == null) complete[0] = false;
+    return exact;
   }
 
   /** The exact encoding of {@code f}, or null when any part of it has none. */

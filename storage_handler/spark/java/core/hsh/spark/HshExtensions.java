@@ -9,7 +9,8 @@ import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions=hsh.spark.HshExtensions}: registered tables are read by Spark's native Parquet
- * scan over the files the handler keeps ({@link NativeScanRule}, {@link QueryFilterRule}).
+ * scan over the files the handler keeps ({@link NativeScanRule}, {@link QueryFilterRule}), and aggregates the index
+ * can answer are taken from it ({@link AggregateRule}).
  */
 public final class HshExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -18,6 +19,14 @@ public final class HshExtensions extends AbstractFunction1<SparkSessionExtension
       @Override
       public Rule<LogicalPlan> apply(SparkSession session) {
         return new NativeScanRule(session);
+      }
+    });
+    // aggregates first: it asks for the files with the query's filters itself, and QueryFilterRule then finds
+    // them set (and the answer held) instead of asking again
+    extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+      @Override
+      public Rule<LogicalPlan> apply(SparkSession session) {
+        return new AggregateRule(session);
       }
     });
     extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {

@@ -61,6 +61,7 @@ public final class HshFileIndex extends FileIndexBase {
   private final HshTable table;
   private final List<Expression> queryFilters;
   private final JsonNode fixedFiles; // files chosen before the query was built (read_table), else null
+  private final String note; // what EXPLAIN adds to the index's name (files answered from the index), or null
   private volatile Long sizeInBytes;
   private volatile Recent recent; // the last answer (or the one under way), reused for the same predicates
 
@@ -86,21 +87,27 @@ public final class HshFileIndex extends FileIndexBase {
   /** How long an answer may be reused: the time between Spark's size estimate and its listing, not longer. */
   private static final long REUSE_NANOS = 5_000_000_000L;
 
-  private HshFileIndex(SparkSession session, HshTable table, List<Expression> queryFilters, JsonNode fixedFiles) {
+  private HshFileIndex(SparkSession session, HshTable table, List<Expression> queryFilters, JsonNode fixedFiles,
+      String note) {
     this.session = session;
     this.table = table;
     this.queryFilters = List.copyOf(queryFilters);
     this.fixedFiles = fixedFiles;
+    this.note = note;
   }
 
   /** The index of a table scanned by a query: it asks the prune service on every listing. */
   static HshFileIndex pruning(SparkSession session, HshTable table) {
-    return new HshFileIndex(session, table, List.of(), null);
+    return new HshFileIndex(session, table, List.of(), null, null);
   }
 
   /** An index answering with {@code files} (a prune-service answer's list), whatever the filters. */
   static HshFileIndex fixed(SparkSession session, HshTable table, JsonNode files) {
-    return new HshFileIndex(session, table, List.of(), files);
+    return new HshFileIndex(session, table, List.of(), files, null);
+  }
+
+  boolean isFixed() {
+    return fixedFiles != null;
   }
 
   /**
@@ -108,7 +115,7 @@ public final class HshFileIndex extends FileIndexBase {
    * them is requested at once (see the class comment).
    */
   HshFileIndex withQueryFilters(List<Expression> filters) {
-    HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles);
+    HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, note);
     if (fixedFiles == null && !filters.isEmpty() && !NO_PREFETCH.get()) index.prefetch();
     return index;
   }
@@ -255,13 +262,54 @@ public final class HshFileIndex extends FileIndexBase {
   /** The contract's scan request for {@code predicates} (public for the contract test). */
   public static ObjectNode request(SparkSession session, HshTable table, Collection<Expression> predicates,
       boolean record) {
-    ArrayNode filters = FilterJson.encodeAll(session, Prunable.of(session, table.partitionSchema, predicates));
+    return request(session, table, predicates, record, null);
+  }
+
+  /**
+   * The scan request; with {@code aggregate} ({@code {"columns": [...], "bounds": [...]}}) the answer also says
+   * which kept files the index answers the query's aggregates for ({@link AggregateRule}). {@code complete}
+   * tells the handler whether every predicate reached its filters whole.
+   */
+  static ObjectNode request(SparkSession session, HshTable table, Collection<Expression> predicates, boolean record,
+      ObjectNode aggregate) {
+    List<Expression> prunable = Prunable.of(session, table.partitionSchema, predicates);
+    FilterJson.Encoded encoded = FilterJson.encode(session, prunable);
     ObjectNode request = JsonNodeFactory.instance.objectNode();
     request.put(Contract.request("op"), "scan").put(Contract.request("contract"), Contract.VERSION)
-        .put(Contract.request("record"), record);
+        .put(Contract.request("record"), record)
+        .put(Contract.request("complete"), encoded.complete && prunable.size() == predicates.size());
     request.set(Contract.request("table"), table.toJson());
-    request.set(Contract.request("filters"), filters);
+    request.set(Contract.request("filters"), encoded.filters);
+    request.set(Contract.request("aggregate"), aggregate == null ? JsonNodeFactory.instance.nullNode() : aggregate);
     return request;
+  }
+
+  /**
+   * This index pruning also by {@code filters}, with the answer for them -- including which files the index
+   * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it); the listing reuses it.
+   */
+  HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode aggregate) {
+    HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, null);
+    Map<Expression, Expression> predicates = canonical(filters, List.of(), List.of());
+    JsonNode answer = PruneService.call(session, request(session, table, predicates.values(), true, aggregate),
+        table.name);
+    index.recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
+    return index;
+  }
+
+  /** The answer this index holds for its own query filters (after {@link #withAggregateAnswer}), else null. */
+  JsonNode heldAnswer() {
+    Recent last = recent;
+    return last == null ? null : last.answer.getNow(null);
+  }
+
+  /** An index over exactly {@code files}, described by {@code note} in plans ({@code EXPLAIN}). */
+  static HshFileIndex fixed(SparkSession session, HshTable table, JsonNode files, String note) {
+    return new HshFileIndex(session, table, List.of(), files, note);
+  }
+
+  HshTable table() {
+    return table;
   }
 
   private JsonNode scan(Collection<Expression> predicates, boolean record) {
@@ -303,13 +351,17 @@ public final class HshFileIndex extends FileIndexBase {
       Object[] row = new Object[partitionSchema.size()];
       for (int i = 0; i < row.length; i++) {
         String text = group.getKey().get(i);
-        row[i] = text == null ? null : new Cast(Literal$.MODULE$.create(text, DataTypes.StringType),
-            partitionSchema.fields()[i].dataType(), Option.apply(zone), EvalMode$.MODULE$.LEGACY())
-            .eval(InternalRow.empty());
+        row[i] = partitionValue(text, partitionSchema.fields()[i].dataType(), zone);
       }
       out.add(PartitionDirectory.apply(new GenericInternalRow(row), group.getValue().toArray(new FileStatus[0])));
     }
     return out;
+  }
+
+  /** A partition folder's value text as Spark's own listing casts it (null stays null). */
+  static Object partitionValue(String text, org.apache.spark.sql.types.DataType type, String zone) {
+    return text == null ? null : new Cast(Literal$.MODULE$.create(text, DataTypes.StringType), type,
+        Option.apply(zone), EvalMode$.MODULE$.LEGACY()).eval(InternalRow.empty());
   }
 
   @Override
@@ -327,6 +379,6 @@ public final class HshFileIndex extends FileIndexBase {
 
   @Override
   public String toString() {
-    return "HshFileIndex(" + table + ")";
+    return "HshFileIndex(" + table + (note == null ? "" : "; " + note) + ")";
   }
 }

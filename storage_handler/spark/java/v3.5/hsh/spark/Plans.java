@@ -1,8 +1,15 @@
 package hsh.spark;
 
 import java.util.List;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.sources.BaseRelation;
 import scala.Option;
@@ -19,5 +26,15 @@ final class Plans {
   /** {@code scan} reading {@code relation} instead, everything else kept. */
   static LogicalRelation withRelation(LogicalRelation scan, BaseRelation relation) {
     return scan.copy(relation, scan.output(), scan.catalogTable(), scan.isStreaming());
+  }
+
+  /** An aggregation of {@code child} (no hint). */
+  static Aggregate aggregate(List<Expression> groupings, List<NamedExpression> aggregates, LogicalPlan child) {
+    return new Aggregate(Scala.seq(groupings), Scala.seq(aggregates), child);
+  }
+
+  /** A batch relation of {@code rows} (internal values of {@code output}'s types). */
+  static LocalRelation localRelation(List<Attribute> output, List<InternalRow> rows) {
+    return new LocalRelation(Scala.seq(output), Scala.seq(rows), false);
   }
 }

@@ -1,0 +1,367 @@
+package hsh.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Coalesce;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.Literal$;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression$;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Complete$;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StructField;
+import scala.Option;
+import scala.runtime.AbstractPartialFunction;
+
+/**
+ * Answers {@code count(*)}, {@code count(col)}, {@code min(col)} and {@code max(col)} (any mix, with or without a
+ * filter, grouped by partition columns or not) from the index for the files whose every row matches, and reads
+ * only the rest.
+ *
+ * <pre>
+ *   Aggregate(g, aggs)                       Aggregate(g, merge(aggs))          -- sum of counts, min of mins ...
+ *     [Project]                  ==>           Union
+ *       [Filter(cond)]                           LocalRelation(g, partial aggs)   -- the index's numbers, per partition
+ *         LogicalRelation(HshFileIndex)          Aggregate(g, partial aggs)
+ *                                                  [Project] [Filter(cond)]
+ *                                                    LogicalRelation(HshFileIndex over the other kept files)
+ * </pre>
+ *
+ * <p>One prune request decides it: the handler's strict evaluation says which kept files certainly match whole,
+ * and which of those the index holds the numbers for ({@code storage_handler/spark/aggregates.py}: exact bounds
+ * only for integers, decimals, dates and booleans; a file changed since it was indexed is read). The answer's
+ * file list also serves the listing, so the query asks once. Anything else -- another aggregate function,
+ * {@code DISTINCT}, a {@code FILTER} clause, an expression over a column, grouping by a data column, a filter
+ * the handler cannot take whole -- plans exactly as before, as does {@code spark.hsh.aggregates=false}.
+ * {@code EXPLAIN} shows the rewrite: a {@code LocalTableScan} of columns named like {@code
+ * count_all_of_150_files_from_index} under a union with the aggregation of the files read ({@code
+ * count_all_of_2_files_read}).
+ */
+final class AggregateRule extends Rule<LogicalPlan> {
+  private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
+  private final SparkSession session;
+
+  AggregateRule(SparkSession session) {
+    this.session = session;
+  }
+
+  private enum Kind { COUNT_ALL, COUNT, MIN, MAX }
+
+  /** One aggregate of the query: what it computes, over which data column, under which output name and id. */
+  private static final class Spec {
+    final Kind kind;
+    final AttributeReference column; // null for count(*)
+    final Alias alias;
+
+    Spec(Kind kind, AttributeReference column, Alias alias) {
+      this.kind = kind;
+      this.column = column;
+      this.alias = alias;
+    }
+
+    DataType partialType() {
+      return kind == Kind.MIN || kind == Kind.MAX ? column.dataType() : DataTypes.LongType;
+    }
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    String setting = session.conf().get(Contract.SETTING_AGGREGATES, "true").trim();
+    if (!"true".equalsIgnoreCase(setting)) return plan;
+    return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+      @Override
+      public boolean isDefinedAt(LogicalPlan p) {
+        return p instanceof Aggregate;
+      }
+
+      @Override
+      public LogicalPlan apply(LogicalPlan p) {
+        return p instanceof Aggregate ? rewrite((Aggregate) p) : p;
+      }
+    });
+  }
+
+  private LogicalPlan rewrite(Aggregate aggregate) {
+    LogicalPlan below = aggregate.child();
+    Project project = below instanceof Project ? (Project) below : null;
+    if (project != null) below = project.child();
+    Filter filter = below instanceof Filter ? (Filter) below : null;
+    if (filter != null) below = filter.child();
+    if (!(below instanceof LogicalRelation)) return aggregate;
+    LogicalRelation scan = (LogicalRelation) below;
+    if (!(scan.relation() instanceof HadoopFsRelation)) return aggregate;
+    HadoopFsRelation fs = (HadoopFsRelation) scan.relation();
+    if (!(fs.location() instanceof HshFileIndex) || ((HshFileIndex) fs.location()).isFixed()) return aggregate;
+    HshFileIndex index = (HshFileIndex) fs.location();
+    if (project != null) {
+      for (NamedExpression e : Scala.list(project.projectList())) {
+        if (!(e instanceof AttributeReference)) return aggregate; // a computed column: not a stored column
+      }
+    }
+    Set<String> partitions = new HashSet<>();
+    for (StructField f : index.table().partitionSchema.fields()) partitions.add(f.name().toLowerCase());
+    Set<Long> scanColumns = new HashSet<>();
+    for (Attribute a : Scala.list(scan.output())) scanColumns.add(a.exprId().id());
+
+    List<AttributeReference> groups = new ArrayList<>();
+    for (Expression g : Scala.list(aggregate.groupingExpressions())) {
+      if (!(g instanceof AttributeReference) || !partitions.contains(((AttributeReference) g).name().toLowerCase())
+          || !scanColumns.contains(((AttributeReference) g).exprId().id())) {
+        return aggregate; // grouped by a data column or an expression: every row is needed
+      }
+      groups.add((AttributeReference) g);
+    }
+    List<Spec> specs = new ArrayList<>();
+    for (NamedExpression e : Scala.list(aggregate.aggregateExpressions())) {
+      if (e instanceof AttributeReference && groups.contains(e)) continue;
+      Spec spec = e instanceof Alias ? spec((Alias) e, partitions, scanColumns) : null;
+      if (spec == null) return aggregate;
+      specs.add(spec);
+    }
+    if (specs.isEmpty()) return aggregate;
+
+    Set<String> counted = new LinkedHashSet<>();
+    Set<String> bounded = new LinkedHashSet<>();
+    for (Spec s : specs) {
+      if (s.column != null) counted.add(s.column.name());
+      if (s.kind == Kind.MIN || s.kind == Kind.MAX) bounded.add(s.column.name());
+    }
+    ObjectNode request = JSON.objectNode();
+    ArrayNode columns = request.putArray(Contract.aggregateRequest("columns"));
+    counted.forEach(columns::add);
+    ArrayNode bounds = request.putArray(Contract.aggregateRequest("bounds"));
+    bounded.forEach(bounds::add);
+    List<Expression> conjuncts = filter == null ? List.of() : Scala.list(filter.splitConjunctivePredicates(
+        filter.condition()));
+    HshFileIndex asked = index.withAggregateAnswer(conjuncts, request);
+    JsonNode answer = asked.heldAnswer();
+    JsonNode matched = Contract.answer(answer, "matched", index.table().name);
+    JsonNode positions = Contract.matched(matched, "positions", index.table().name);
+    LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
+    if (positions.size() == 0) return rebuilt(aggregate, project, filter, askedScan); // nothing to answer
+    JsonNode files = Contract.answer(answer, "files", index.table().name);
+    ArrayNode rest = JSON.arrayNode();
+    Set<Integer> answered = new HashSet<>();
+    for (JsonNode pos : positions) answered.add(pos.asInt());
+    for (int i = 0; i < files.size(); i++) if (!answered.contains(i)) rest.add(files.get(i));
+    String note = rest.size() + " of " + files.size() + " kept files read, " + answered.size()
+        + " answered from the index";
+    LogicalRelation restScan = Plans.withRelation(scan, copy(fs,
+        HshFileIndex.fixed(session, index.table(), rest, note)));
+    Timings.record("aggregate_from_index", index.table().name, System.nanoTime(), "answered", answered.size(),
+        "read", rest.size());
+    return merged(aggregate, groups, specs, matched, (Aggregate) rebuilt(aggregate, project, filter, restScan),
+        answered.size(), rest.size());
+  }
+
+  /** The spec of {@code alias} when it is an answerable aggregate of a stored data column, else null. */
+  private static Spec spec(Alias alias, Set<String> partitions, Set<Long> scanColumns) {
+    if (!(alias.child() instanceof AggregateExpression)) return null;
+    AggregateExpression agg = (AggregateExpression) alias.child();
+    if (agg.isDistinct() || agg.filter().isDefined() || agg.mode() != Complete$.MODULE$) return null;
+    AggregateFunction f = agg.aggregateFunction();
+    Expression arg = null;
+    Kind kind;
+    if (f instanceof Count) {
+      List<Expression> args = Scala.list(((Count) f).children());
+      if (args.size() != 1) return null;
+      if (args.get(0) instanceof Literal && ((Literal) args.get(0)).value() != null) {
+        return new Spec(Kind.COUNT_ALL, null, alias);
+      }
+      kind = Kind.COUNT;
+      arg = args.get(0);
+    } else if (f instanceof Min) {
+      kind = Kind.MIN;
+      arg = ((Min) f).child();
+    } else if (f instanceof Max) {
+      kind = Kind.MAX;
+      arg = ((Max) f).child();
+    } else {
+      return null;
+    }
+    if (!(arg instanceof AttributeReference)) return null;
+    AttributeReference column = (AttributeReference) arg;
+    if (!scanColumns.contains(column.exprId().id()) || partitions.contains(column.name().toLowerCase())) {
+      return null; // a partition column's min/max comes from the partitions, not the index: plan as before
+    }
+    return new Spec(kind, column, alias);
+  }
+
+  private static HadoopFsRelation copy(HadoopFsRelation fs, HshFileIndex index) {
+    return fs.copy(index, fs.partitionSchema(), fs.dataSchema(), fs.bucketSpec(), fs.fileFormat(), fs.options(),
+        fs.sparkSession());
+  }
+
+  /** {@code aggregate} with its child chain rebuilt over {@code scan}. */
+  private static LogicalPlan rebuilt(Aggregate aggregate, Project project, Filter filter, LogicalPlan scan) {
+    LogicalPlan child = scan;
+    if (filter != null) child = filter.withNewChildren(Scala.seq(List.<LogicalPlan>of(child)));
+    if (project != null) child = project.withNewChildren(Scala.seq(List.<LogicalPlan>of(child)));
+    return aggregate.withNewChildren(Scala.seq(List.<LogicalPlan>of(child)));
+  }
+
+  /** The final aggregation over the index's rows and the partial aggregation of the files read. */
+  private LogicalPlan merged(Aggregate original, List<AttributeReference> groups, List<Spec> specs,
+      JsonNode matched, Aggregate dataSide, int answered, int read) {
+    // the column names say in EXPLAIN what came from where: "count_of_150_files_from_index" under the
+    // LocalTableScan, "count_of_2_files_read" under the scan's aggregation
+    List<Attribute> local = new ArrayList<>();
+    for (AttributeReference g : groups) local.add(fresh(g.name(), g.dataType(), g.nullable()));
+    for (Spec s : specs) {
+      local.add(fresh(s.kind.name().toLowerCase() + "_of_" + answered + "_files_from_index", s.partialType(), true));
+    }
+    List<NamedExpression> partial = new ArrayList<>(groups);
+    for (Spec s : specs) {
+      // a fresh aggregate of the same function: an aggregate expression's result id belongs to one Aggregate
+      partial.add(alias(complete(((AggregateExpression) s.alias.child()).aggregateFunction()),
+          s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
+    }
+    LogicalPlan reading = Plans.aggregate(new ArrayList<>(groups), partial, dataSide.child());
+    LogicalPlan union = new Union(Scala.seq(List.of(Plans.localRelation(local, rows(groups, specs, matched)),
+        reading)), false, false);
+
+    List<Expression> finalGroups = new ArrayList<>(local.subList(0, groups.size()));
+    List<NamedExpression> finalAggs = new ArrayList<>();
+    for (NamedExpression e : Scala.list(original.aggregateExpressions())) {
+      int g = groups.indexOf(e);
+      if (g >= 0) {
+        finalAggs.add(alias(local.get(g), e.name(), e.exprId()));
+        continue;
+      }
+      int i = indexOf(specs, (Alias) e);
+      Attribute part = local.get(groups.size() + i);
+      Expression merge;
+      switch (specs.get(i).kind) {
+        case MIN:
+          merge = complete(new Min(part));
+          break;
+        case MAX:
+          merge = complete(new Max(part));
+          break;
+        default: // counts add up; no rows at all (an ungrouped query) is a count of 0, as Spark's count says
+          merge = new Coalesce(Scala.seq(List.of(complete(new Sum(part)), Literal$.MODULE$.apply(0L))));
+      }
+      finalAggs.add(alias(merge, e.name(), e.exprId()));
+    }
+    return Plans.aggregate(finalGroups, finalAggs, union);
+  }
+
+  private static int indexOf(List<Spec> specs, Alias alias) {
+    for (int i = 0; i < specs.size(); i++) if (specs.get(i).alias == alias) return i;
+    throw new IllegalStateException("hsh: aggregate " + alias + " has no spec");
+  }
+
+  /** One row per answered partition: its grouping values, then each aggregate's partial value. */
+  private List<InternalRow> rows(List<AttributeReference> groups, List<Spec> specs, JsonNode matched) {
+    String table = "the table";
+    JsonNode partitions = Contract.matched(matched, "partitions", table);
+    JsonNode counts = Contract.matched(matched, "rows", table);
+    JsonNode columns = Contract.matched(matched, "columns", table);
+    String zone = session.sessionState().conf().sessionLocalTimeZone();
+    List<InternalRow> out = new ArrayList<>();
+    for (int r = 0; r < partitions.size(); r++) {
+      long rows = counts.get(r).asLong();
+      if (rows == 0) continue; // files without rows: no group to create, nothing to add
+      Object[] row = new Object[groups.size() + specs.size()];
+      for (int g = 0; g < groups.size(); g++) {
+        JsonNode value = findIgnoreCase(partitions.get(r), groups.get(g).name());
+        row[g] = HshFileIndex.partitionValue(value == null || value.isNull() ? null : value.asText(),
+            groups.get(g).dataType(), zone);
+      }
+      for (int i = 0; i < specs.size(); i++) {
+        Spec s = specs.get(i);
+        JsonNode column = s.column == null ? null : findIgnoreCase(columns, s.column.name());
+        switch (s.kind) {
+          case COUNT_ALL:
+            row[groups.size() + i] = rows;
+            break;
+          case COUNT:
+            row[groups.size() + i] = rows - column.get("nulls").get(r).asLong();
+            break;
+          default:
+            row[groups.size() + i] = value(column.get(s.kind == Kind.MIN ? "min" : "max").get(r), s.partialType());
+        }
+      }
+      out.add(new GenericInternalRow(row));
+    }
+    return out;
+  }
+
+  private static JsonNode findIgnoreCase(JsonNode object, String name) {
+    JsonNode exact = object.get(name);
+    if (exact != null) return exact;
+    for (java.util.Iterator<String> it = object.fieldNames(); it.hasNext(); ) {
+      String key = it.next();
+      if (key.equalsIgnoreCase(name)) return object.get(key);
+    }
+    return null;
+  }
+
+  /** A bound from the index as Spark's internal value of {@code type} (the types the handler answers for). */
+  private static Object value(JsonNode v, DataType type) {
+    if (v == null || v.isNull()) return null;
+    if (type instanceof ByteType) return (byte) v.asLong();
+    if (type instanceof ShortType) return (short) v.asLong();
+    if (type instanceof IntegerType || type instanceof DateType) return (int) v.asLong(); // dates: days
+    if (type instanceof LongType) return v.asLong();
+    if (type instanceof BooleanType) return v.asBoolean();
+    if (type instanceof DecimalType) {
+      DecimalType d = (DecimalType) type;
+      return Decimal.apply(new BigDecimal(v.asText()), d.precision(), d.scale());
+    }
+    throw new IllegalStateException("hsh: the index answered a bound of type " + type + ", which it must not");
+  }
+
+  private static AggregateExpression complete(AggregateFunction f) {
+    return AggregateExpression$.MODULE$.apply(f, Complete$.MODULE$, false, Option.empty());
+  }
+
+  private static AttributeReference fresh(String name, DataType type, boolean nullable) {
+    return new AttributeReference(name, type, nullable, Metadata.empty(), NamedExpression.newExprId(),
+        Scala.seq(List.<String>of()));
+  }
+
+  private static Alias alias(Expression child, String name, org.apache.spark.sql.catalyst.expressions.ExprId id) {
+    return new Alias(child, name, id == null ? NamedExpression.newExprId() : id, Scala.seq(List.<String>of()),
+        Option.empty(), Scala.seq(List.<String>of()));
+  }
+}

@@ -1,0 +1,244 @@
+"""COUNT, MIN and MAX answered from the index for fully matched files, the rest read (issue 28).
+
+Differential: on random partitioned tables and random filters, every aggregate query through the handler returns
+exactly what plain Spark returns from the same files (the folder registered a second time without the handler's
+parameters, read natively in the same session) and what DuckDB computes from the files themselves. The tables
+are made to break an answer taken from the index wrongly: nulls and all-null columns, empty files, files written
+without statistics, a file added after indexing (unindexed), a file rewritten after indexing (changed), strings
+over 4 KiB (writers drop or truncate their bounds), NaN in doubles, timestamps, decimals and dates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import examples
+
+SCHEMA = pa.schema([("i", pa.int32()), ("big", pa.int64()), ("dec", pa.decimal128(9, 2)), ("d", pa.date32()),
+                    ("s", pa.string()), ("f", pa.float64()), ("b", pa.bool_()), ("ts", pa.timestamp("us"))])
+QUERIES = [
+    "SELECT count(*) FROM {t} WHERE {w}",
+    "SELECT count(i), min(i), max(i), count(*) FROM {t} WHERE {w}",
+    "SELECT min(big), max(big), min(d), max(d), min(dec), max(dec) FROM {t} WHERE {w}",
+    "SELECT count(s), min(s), max(s), min(b), max(b) FROM {t} WHERE {w}",
+    "SELECT p, count(*), min(i), max(d), count(dec) FROM {t} WHERE {w} GROUP BY p",
+    "SELECT max(f), min(ts), count(f) FROM {t} WHERE {w}",
+]
+DUCKDB_SAFE = QUERIES[:5]  # doubles and timestamps compare across engines differently enough to leave to Spark
+
+
+def _rows(rng: random.Random, n: int, base: int, all_null: str | None, long_strings: bool) -> pa.Table:
+    def maybe(v: Any, column: str) -> Any:
+        return None if column == all_null or rng.random() < 0.2 else v
+
+    day0 = dt.date(2020, 1, 1) + dt.timedelta(days=base)
+    rows = [{
+        "i": maybe(base + k, "i"), "big": maybe((base + k) * 10**10, "big"),
+        "dec": maybe(Decimal(base * 100 + k) / 100, "dec"), "d": maybe(day0 + dt.timedelta(days=k % 3), "d"),
+        "s": maybe(("x" * 5000 + str(k)) if long_strings else rng.choice(["a", "bb", "c", "é"]), "s"),
+        "f": maybe(rng.choice([1.5, -0.0, float("nan"), float(base)]), "f"), "b": maybe(k % 2 == 0, "b"),
+        "ts": maybe(dt.datetime.combine(day0, dt.time()) + dt.timedelta(minutes=k), "ts"),
+    } for k in range(n)]
+    return pa.Table.from_pylist(rows, schema=SCHEMA)
+
+
+def write_table(root: Path, seed: int) -> list[Path]:
+    """Partitions ``p=0..``; returns the files, for changes made after indexing."""
+    rng = random.Random(seed)
+    files = []
+    for p in range(rng.randint(1, 3)):
+        folder = root / f"p={p}"
+        folder.mkdir(parents=True)
+        for k in range(rng.randint(1, 3)):
+            base = p * 100 + k * 10
+            table = _rows(rng, rng.choice([0, 1, 5, 12]), base, rng.choice([None, None, "i", "dec", "s"]),
+                          rng.random() < 0.15)
+            path = folder / f"part-{k}.parquet"
+            pq.write_table(table, path, write_statistics=rng.random() > 0.15)
+            files.append(path)
+    return files
+
+
+FILTERS = st.sampled_from([
+    "true", "i >= {n}", "i < {n}", "i BETWEEN {n} AND {m}", "p = {p}", "p <> {p} OR i > {n}",
+    "d >= DATE '2020-01-{day:02d}'", "dec < {n}.5", "s = 'a'", "s IS NULL", "i IS NOT NULL AND b",
+    "NOT (i > {n})", "big > {n}0000000000", "i IN ({n}, {m})", "upper(s) = 'A'", "f > 1.0", "p = {p} AND i >= {n}",
+])
+
+
+@pytest.fixture(scope="module")
+def catalog(metastore_uri: str):  # noqa: ANN201
+    from metastore.client import MetastoreClient
+
+    with MetastoreClient(metastore_uri) as client:
+        yield client
+
+
+_counter = iter(range(1 << 30))
+
+
+def register_pair(client: Any, root: Path) -> tuple[str, str]:
+    """The folder as a handler table and as a plain Hive table (no ``hsh.*`` parameters): Spark reads it natively."""
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
+
+    n = next(_counter)
+    handled, plain = f"agg.t{n}", f"agg.plain{n}"
+    for name in (handled, plain):
+        apply_registration(client, plan_registration(client, parse_table_name(name), str(root)))
+    table = client.get_table("agg", f"plain{n}")
+    for key in [k for k in table.parameters if k.startswith("hsh.")]:
+        del table.parameters[key]
+    client.alter_table(table)
+    return handled, plain
+
+
+def canonical(rows: list[Any]) -> list[tuple[Any, ...]]:
+    def norm(v: Any) -> Any:
+        if isinstance(v, float) and v != v:
+            return "NaN"
+        if isinstance(v, dt.datetime):
+            return v.replace(tzinfo=None)
+        return v
+
+    return sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
+
+
+def duckdb_rows(root: Path, sql: str) -> list[Any]:
+    source = f"read_parquet('{root}/p=*/*.parquet', hive_partitioning = true)"  # not _hsh_index/
+    return duckdb.sql(sql.replace("{t}", source)).fetchall()
+
+
+def run_case(spark: Any, catalog: Any, root: Path, seed: int, where: str, mutate: bool) -> None:
+    from storage_handler.stats import update_index  # noqa: F401  (registration indexes; refresh is not needed)
+
+    files = write_table(root, seed)
+    handled, plain = register_pair(catalog, root)
+    if mutate:  # after indexing: one file changed, one added (the index knows neither)
+        rng = random.Random(seed + 1)
+        pq.write_table(_rows(rng, 7, 900, None, False), files[0])
+        pq.write_table(_rows(rng, 3, 950, None, False), files[0].parent / "part-new.parquet")
+    _answered(spark)
+    for template in QUERIES:
+        sql = template.format(t="{t}", w=where)
+        ours = canonical(spark.sql(sql.replace("{t}", handled)).collect())
+        if any(step["answered"] for step in _answered(spark)):
+            event("some files answered from the index")
+        theirs = canonical(spark.sql(sql.replace("{t}", plain)).collect())
+        assert ours == theirs, f"{sql} on {handled}: handler {ours} != plain Spark {theirs}"
+        if template in DUCKDB_SAFE and "upper(" not in where and "f >" not in where:
+            expected = canonical(duckdb_rows(root, sql))
+            assert ours == expected, f"{sql}: handler {ours} != DuckDB {expected}"
+
+
+@settings(max_examples=examples(20), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), template=FILTERS, n=st.integers(0, 250), m=st.integers(0, 250),
+       p=st.integers(0, 2), day=st.integers(1, 28), mutate=st.booleans())
+def test_aggregates_equal_plain_spark_and_duckdb(spark, catalog, tmp_path_factory, seed: int,  # noqa: ANN001
+                                                 template: str, n: int, m: int, p: int, day: int,
+                                                 mutate: bool) -> None:
+    root = tmp_path_factory.mktemp("agg") / "table"
+    run_case(spark, catalog, root, seed, template.format(n=n, m=m, p=p, day=day), mutate)
+
+
+# ------------------------------------------------------------------------------------- the rewrite, shown
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory: pytest.TempPathFactory, catalog: Any) -> tuple[str, str, Path]:
+    """Ten files, one day of ``d`` each, with exact integer and date statistics: a range of days is answerable."""
+    root = tmp_path_factory.mktemp("dated") / "table"
+    root.mkdir(parents=True)
+    for k in range(10):
+        day = dt.date(2024, 1, 1) + dt.timedelta(days=k)
+        pq.write_table(pa.table({"i": pa.array(range(k * 10, k * 10 + 10), pa.int64()),
+                                 "d": pa.array([day] * 10, pa.date32()), "s": pa.array(["v"] * 10)}),
+                       root / f"part-{k}.parquet")
+    handled, plain = register_pair(catalog, root)
+    return handled, plain, root
+
+
+def _plan(spark: Any, sql: str) -> str:
+    return str(spark.sql(sql)._jdf.queryExecution().executedPlan().toString())
+
+
+def _answered(spark: Any) -> list[dict[str, Any]]:
+    return [e for e in json.loads(spark._jvm.hsh.spark.Timings.drain()) if e["step"] == "aggregate_from_index"]
+
+
+def test_explain_shows_the_rewrite_only_where_it_applies(spark, dated) -> None:  # noqa: ANN001
+    handled, _, _ = dated
+    where = "d BETWEEN DATE '2024-01-03' AND DATE '2024-01-07'"
+    plan = _plan(spark, f"SELECT count(*), max(i) FROM {handled} WHERE {where}")
+    assert "LocalTableScan" in plan and "count_all_of_5_files_from_index" in plan and "_of_0_files_read" in plan
+    for sql in (f"SELECT sum(i) FROM {handled} WHERE {where}",  # not an answerable function
+                f"SELECT s, count(*) FROM {handled} WHERE {where} GROUP BY s",  # grouped by a data column
+                f"SELECT count(DISTINCT i) FROM {handled} WHERE {where}",
+                f"SELECT max(i + 1) FROM {handled} WHERE {where}",  # an expression over a column
+                f"SELECT min(s) FROM {handled} WHERE {where}"):  # strings: no exact bounds
+        assert "files_from_index" not in _plan(spark, sql), sql
+    spark.conf.set("spark.hsh.aggregates", "false")
+    try:
+        assert "files_from_index" not in _plan(spark, f"SELECT count(*) FROM {handled} WHERE {where}")
+    finally:
+        spark.conf.unset("spark.hsh.aggregates")
+
+
+def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
+    from pyspark.sql import functions as F
+
+    handled, plain, _ = dated
+    where = "d >= DATE '2024-01-05'"
+    _answered(spark)
+    assert spark.table(handled).where(where).count() == spark.table(plain).where(where).count() == 60
+    assert _answered(spark)[-1]["answered"] == 6  # days 5..10: one file each
+    assert spark.table(handled).where(where).agg(F.max("i"), F.min("d")).collect() == \
+        spark.table(plain).where(where).agg(F.max("i"), F.min("d")).collect()
+    assert _answered(spark)[-1]["answered"] == 6
+
+
+def test_a_file_changed_after_indexing_is_read_not_answered(spark, dated, catalog) -> None:  # noqa: ANN001
+    import os
+
+    handled, plain, root = dated
+    victim = root / "part-3.parquet"
+    stat = victim.stat()
+    try:
+        # the same rows but one: a different file behind the index (its version tag changed)
+        pq.write_table(pa.table({"i": pa.array(range(30, 39), pa.int64()),
+                                 "d": pa.array([dt.date(2024, 1, 4)] * 9, pa.date32()),
+                                 "s": pa.array(["v"] * 9)}), victim)
+        _answered(spark)
+        sql = "SELECT count(*), max(i) FROM {} WHERE d <= DATE '2024-01-05'"
+        assert spark.sql(sql.format(handled)).collect() == spark.sql(sql.format(plain)).collect()
+        step = _answered(spark)[-1]
+        assert step["answered"] == 4 and step["read"] == 1  # part-3 is read; four unchanged files answered
+    finally:
+        os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_hiveserver2_clients_get_it(hiveserver2, dated) -> None:  # noqa: ANN001
+    from pyhive import hive
+
+    handled, plain, _ = dated
+    host, port = hiveserver2
+    with hive.connect(host=host, port=port) as conn:
+        cursor = conn.cursor()
+        results = []
+        for table in (handled, plain):
+            cursor.execute(f"SELECT count(*), min(i), max(d) FROM {table} WHERE d > DATE '2024-01-02'")
+            results.append(cursor.fetchall())
+        assert results[0] == results[1]
+        cursor.execute(f"EXPLAIN SELECT count(*) FROM {handled} WHERE d > DATE '2024-01-02'")
+        assert "files_from_index" in str(cursor.fetchall())
