@@ -24,7 +24,7 @@ s3_support.configure_environment()  # before any Spark JVM or subprocess starts:
 #: JVM some other way (an ``hsh`` command on the embedded metastore) says ``@pytest.mark.jvm`` itself.
 JVM_FIXTURES = frozenset({
     "metastore_uri", "spark", "hiveserver2", "oracle_pool", "hive_oracle", "realm", "secured_metastore",
-    "plain_metastore", "kerberized_thriftserver", "cluster", "jvm_doubles",
+    "kerberized_thriftserver", "cluster", "jvm_doubles",
 })
 
 

@@ -107,13 +107,15 @@ class _ClientPool:
 
     def __init__(self, keep: int = 4) -> None:
         self.keep = keep
-        self._idle: dict[str, list[MetastoreClient]] = {}
+        self._idle: dict[tuple[str, object], list[MetastoreClient]] = {}
         self._lock = threading.Lock()
 
     def borrow(self, uri: str) -> MetastoreClient:
-        client = MetastoreClient(uri)  # not connected yet: only its normalized URI is used as the key
+        # not connected yet: its normalized URI and the security settings it resolved are the key (a connection
+        # is reused only with the same credentials)
+        client = MetastoreClient(uri)
         with self._lock:
-            idle = self._idle.get(client.uri)
+            idle = self._idle.get((client.uri, client.security))
             if idle:
                 return idle.pop()
         client.open()
@@ -121,7 +123,7 @@ class _ClientPool:
 
     def give_back(self, client: MetastoreClient) -> None:
         with self._lock:
-            idle = self._idle.setdefault(client.uri, [])
+            idle = self._idle.setdefault((client.uri, client.security), [])
             if len(idle) < self.keep:
                 idle.append(client)
                 return

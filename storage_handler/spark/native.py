@@ -40,10 +40,14 @@ def _metastore_uri(spark: SparkSession) -> str:
 def load_table_desc(spark: SparkSession, table: str) -> TableDesc:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
+    from metastore.security.config import resolve
     from storage_handler.table_desc import TableDesc
 
     name = parse_table_name(table)
-    with MetastoreClient(_metastore_uri(spark)) as client:
+    # a session started with --conf only has its Kerberos keytab in the Spark configuration, not in this
+    # process's environment: resolve the metastore's security from both
+    security = resolve(spark_conf=dict(spark.sparkContext.getConf().getAll()))
+    with MetastoreClient(_metastore_uri(spark), security=security) as client:
         return TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
 
 

@@ -395,7 +395,7 @@ def undecodable_min(victim: Path) -> None:
 
 @pytest.mark.parametrize("reader", ["native", "pyarrow"])
 def test_footer_statistics_that_do_not_decode(hms, metastore_uri: str, tmp_path: Path, reader: str) -> None:
-    """A data file whose footer holds a min too short to decode (1 byte for an int column): `hsh register` and `hsh index refresh` succeed with the native footer reader and with pyarrow's (which used to abort the process with SIGABRT); the column is unknown in that file and a query keeps it."""
+    """A data file whose footer holds a min too short to decode (1 byte for an int column): `hsh register` and `hsh index refresh` succeed with the native footer reader and with pyarrow's (which used to abort the process with SIGABRT); the file is recorded as unreadable (plain Spark fails on it too), and a query keeps it."""
     env = {"HSH_NATIVE_FOOTERS": "1" if reader == "native" else "0"}
     root = tmp_path / "t"
     for d in range(2):
@@ -409,7 +409,8 @@ def test_footer_statistics_that_do_not_decode(hms, metastore_uri: str, tmp_path:
     rows = {r["path"]: r for r in index}
     assert rows["dt=1/part-0.parquet"]["min_values"]["i"] is None  # unknown, not a wrong bound
     assert rows["dt=1/part-0.parquet"]["null_count"]["i"] is None
-    assert rows["dt=0/part-0.parquet"]["min_values"]["i"] == 0 and not rows["dt=1/part-0.parquet"]["stats_error"]
+    assert rows["dt=1/part-0.parquet"]["stats_error"] == "the statistics of column 'i' in row group 0 do not decode"
+    assert rows["dt=0/part-0.parquet"]["min_values"]["i"] == 0 and not rows["dt=0/part-0.parquet"]["stats_error"]
     ok_json(hsh("index", "refresh", name, "--json", "--metastore", metastore_uri, env=env))
     scan = ok_json(hsh("scan", name, "--where", "i = 103", "--json", "--metastore", metastore_uri, env=env))
     assert scan["kept_paths"] == ["dt=1/part-0.parquet"]

@@ -25,7 +25,14 @@ def oracle_stats(path: str, columns: Sequence[tuple[str, HiveType]]) -> FileStat
         return FileStats.failed(f"{type(exc).__name__}: {text}"[:1000])
     result: dict[str, ColumnStats] = {}
     report = inspect(md)  # pyarrow aborts the process on undecodable chunks: they raise here instead
-    for plan in column_plan(md.schema, columns):
+    plans = column_plan(md.schema, columns)
+    leaves = sorted({p.leaf for p in plans if p.leaf is not None and p.source is not None})
+    for g in range(md.num_row_groups):  # a chunk of a table column whose statistics do not decode: unreadable
+        for leaf in leaves:
+            if not _decodes(md, g, leaf, report):
+                return FileStats.failed(f"the statistics of column {md.schema.column(leaf).path!r} in row group "
+                                        f"{g} do not decode")
+    for plan in plans:
         if plan.leaf is None or plan.source is None:
             result[plan.key] = ColumnStats(None, None, md.num_rows) if plan.absent else UNKNOWN
             continue
@@ -34,6 +41,22 @@ def oracle_stats(path: str, columns: Sequence[tuple[str, HiveType]]) -> FileStat
         except Exception:  # noqa: BLE001 - statistics that do not decode: the column is unknown
             result[plan.key] = UNKNOWN
     return FileStats(md.num_rows, MappingProxyType(result))
+
+
+def _decodes(md: pq.FileMetaData, g: int, leaf: int, report: GuardReport) -> bool:
+    """Whether chunk (g, leaf)'s statistics can be used or ignored safely: the C++ reader's order of checks."""
+    try:
+        chunk = md.row_group(g).column(leaf)
+        if chunk.physical_type != md.schema.column(leaf).physical_type:
+            return False
+        if not chunk.is_stats_set:
+            return True  # untrusted statistics are never decoded
+        if (g, leaf) in report.undecodable:
+            return False
+        chunk.statistics  # noqa: B018 - decoding is the check
+    except Exception:  # noqa: BLE001
+        return False
+    return True
 
 
 def _column(md: pq.FileMetaData, leaf: int, source: Any, hive_type: HiveType,

@@ -25,7 +25,7 @@ one byte for a boolean, the bytes themselves for byte arrays.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -73,6 +73,36 @@ class RawFooters:
 
     def leaves(self, schema: int) -> int:
         return len(self.schemas[schema])
+
+    def with_undecodable_as_unreadable(self, leaves_of: Callable[[int], Collection[int]]) -> RawFooters:
+        """These footers with every file that has a chunk whose statistics do not decode (``ERROR``) recorded as
+        unreadable, naming the first such chunk; only the chunks of the leaves ``leaves_of(schema)`` names count
+        (the table's columns: a leaf no column reads is neither indexed nor filtered on).
+
+        Why: such a file's footer parses, but Spark's reader fails on it as on a file that is not Parquet (it
+        decodes the same statistics to filter row groups), so the one rule for unreadable files applies
+        (``registration/dataset.py``): recorded with its error, no statistics, kept in every scan.
+        """
+        bad = np.flatnonzero((self.flags & ERROR) != 0)
+        if len(bad) == 0:
+            return self
+        readable = np.flatnonzero(self.schema >= 0)
+        order = readable[np.argsort(self.first_chunk[readable], kind="stable")]
+        owners = order[np.searchsorted(self.first_chunk[order], bad, side="right") - 1]
+        errors = list(self.errors)
+        num_rows, schema = self.num_rows.copy(), self.schema.copy()
+        wanted: dict[int, Collection[int]] = {}
+        for chunk, f in zip(bad.tolist(), owners.tolist(), strict=True):
+            if schema[f] < 0:
+                continue  # named already by an earlier chunk of the same file
+            leaves = self.leaves(int(schema[f]))
+            group, leaf = divmod(chunk - int(self.first_chunk[f]), leaves)
+            if leaf not in wanted.setdefault(int(schema[f]), leaves_of(int(schema[f]))):
+                continue
+            column = self.schemas[int(schema[f])].column(leaf).path
+            errors[f] = f"the statistics of column {column!r} in row group {group} do not decode"
+            num_rows[f], schema[f] = -1, -1
+        return replace(self, num_rows=num_rows, schema=schema, errors=tuple(errors))
 
     def chunks_of(self, files: np.ndarray, leaf: int,
                   row_groups: Sequence[int] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -158,11 +188,14 @@ class _Chunks:
             return
         rows = rg.num_rows
         for leaf, kind in enumerate(physical):
-            if (g, leaf) in report.undecodable:
-                self.add(rows, ERROR)
-                continue
             try:
                 chunk = rg.column(leaf)
+                if (g, leaf) in report.undecodable:
+                    # as the C++ reader orders it: another type is an error; statistics a writer's version makes
+                    # untrusted are simply not set (never decoded); otherwise decoding would fail
+                    trusted = chunk.physical_type == kind and chunk.is_stats_set
+                    self.add(rows, ERROR if trusted or chunk.physical_type != kind else 0)
+                    continue
                 if not chunk.is_stats_set:
                     self.add(rows, 0)
                     continue

@@ -182,6 +182,10 @@ def stats_from_metadata(
     ``row_groups`` restricts the aggregation to those row groups.
     """
     raw = raw_of([metadata])
+    if row_groups is None:  # a whole file: one whose statistics do not decode is unreadable (one rule)
+        checked = raw.with_undecodable_as_unreadable(lambda s: planned_leaves(raw.schemas[s], columns))
+        if checked.errors[0] is not None:
+            return FileStats.failed(checked.errors[0])
     groups = range(metadata.num_row_groups) if row_groups is None else row_groups
     num_rows = int(metadata.num_rows) if row_groups is None else sum(metadata.row_group(r).num_rows for r in groups)
     one = np.zeros(1, np.int64)
@@ -190,6 +194,11 @@ def stats_from_metadata(
     return FileStats(num_rows, MappingProxyType({
         name.lower(): ColumnStats(_python(lo), _python(hi), nulls[0].as_py())
         for (name, _), (lo, hi, nulls) in zip(columns, stats, strict=True)}))
+
+
+def planned_leaves(schema: pq.ParquetSchema, columns: Sequence[tuple[str, HiveType]]) -> frozenset[int]:
+    """The leaves of ``schema`` whose statistics the table's ``columns`` read."""
+    return frozenset(p.leaf for p in column_plan(schema, columns) if p.leaf is not None and p.source is not None)
 
 
 def schema_column_stats(

@@ -22,7 +22,7 @@ from storage_handler.stats.columns import MAX_VALUES, MIN_VALUES, NULL_COUNT, PA
 from storage_handler.stats.files.file_list import FileList
 from storage_handler.stats.footers.native_reader import raw_of
 from storage_handler.stats.footers.raw import RawFooters
-from storage_handler.stats.index.file_stats import StatsOptions, schema_column_stats
+from storage_handler.stats.index.file_stats import StatsOptions, planned_leaves, schema_column_stats
 from storage_handler.stats.index.layout import PARTITION_TYPE, columns_of, in_path_order, index_schema
 from storage_handler.types import HiveType, hive_to_arrow
 
@@ -36,6 +36,7 @@ def footer_rows(columns: Sequence[tuple[str, HiveType]], files: FileList, raw: R
     """
     schema = index_schema(columns, options)
     cols = columns_of(schema)
+    raw = raw.with_undecodable_as_unreadable(lambda s: planned_leaves(raw.schemas[s], cols))
     n = len(files)
     groups = [np.flatnonzero(raw.schema == s) for s in range(len(raw.schemas))]
     unreadable = np.flatnonzero(raw.schema < 0)
