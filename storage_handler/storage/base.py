@@ -29,6 +29,18 @@ from typing import NamedTuple, Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+#: pyarrow before 25 may drop its last reference to a Python-backed buffer on one of its own worker threads just
+#: after a threaded read returned; if the interpreter is exiting at that moment, that thread aborts the whole
+#: process ("terminate called without an active exception", apache/arrow#49942, seen here with pyarrow 14 on S3).
+_FINALIZE_SAFE = int(pa.__version__.split(".")[0]) >= 25
+
+
+def decode_threads(source: pa.NativeFile) -> bool:
+    """Whether Parquet read from ``source`` may be decoded on pyarrow's threads: always, except a Python-backed
+    source (:class:`pyarrow.PythonFile`, as the S3 backend's ranged reads are) on a pyarrow without the fix above,
+    which is decoded on the calling thread so that every buffer is released there."""
+    return _FINALIZE_SAFE or not isinstance(source, pa.PythonFile)
+
 
 class FileEntry(NamedTuple):
     """One file as a listing shows it: its name (relative to the listed folder, POSIX), size in bytes,

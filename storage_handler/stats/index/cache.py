@@ -37,6 +37,7 @@ from storage_handler.stats.columns import PATH
 from storage_handler.stats.index import versions
 from storage_handler.stats.membership.columns import project, projection
 from storage_handler.storage import Storage
+from storage_handler.storage.base import decode_threads
 from storage_handler.work import INDEX_GROUPS_READ, count
 
 CACHE_MB_ENV = "HSH_INDEX_CACHE_MB"
@@ -92,10 +93,13 @@ class SnapshotCache:
         wanted = None if membership is None else frozenset(m.lower() for m in membership)
         with contextlib.ExitStack() as stack:
             opened: list[pq.ParquetFile] = []
+            threads: list[bool] = []
 
             def parquet() -> pq.ParquetFile:
                 if not opened:
-                    opened.append(pq.ParquetFile(stack.enter_context(storage.open_input(found.uri, entry))))
+                    source = stack.enter_context(storage.open_input(found.uri, entry))
+                    opened.append(pq.ParquetFile(source))
+                    threads.append(decode_threads(source))
                 return opened[0]
 
             with self._lock:
@@ -121,8 +125,8 @@ class SnapshotCache:
                 count(INDEX_GROUPS_READ, len(missing))
                 columns = projection(parquet().schema_arrow, wanted)
                 for g in missing:
-                    raw = parquet().read(columns=columns) if g == WHOLE else \
-                        parquet().read_row_group(g, columns=columns)
+                    raw = parquet().read(columns=columns, use_threads=threads[0]) if g == WHOLE else \
+                        parquet().read_row_group(g, columns=columns, use_threads=threads[0])
                     groups[g] = _group(validate(project(raw, wanted)))
                     self._put((key, wanted, g), groups[g])
         if not needed:

@@ -40,6 +40,7 @@ from storage_handler.stats.index.layout import (
 from storage_handler.stats.index.versions import DEFAULT_KEEP, INDEX_DIR
 from storage_handler.stats.membership.columns import project, projection
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
+from storage_handler.storage.base import decode_threads
 from storage_handler.types import HiveType
 from storage_handler.work import INDEX_GROUPS_READ, INDEX_LOADS, count
 
@@ -146,13 +147,15 @@ def _read(storage: Storage, found: versions.Version, prefixes: Sequence[str] | N
     with storage.open_input(found.uri, found.entry) as source:
         parquet = pq.ParquetFile(source)
         columns = projection(parquet.schema_arrow, membership)  # None: every column
+        threads = decode_threads(source)
         if prefixes is None:
             count(INDEX_GROUPS_READ, parquet.metadata.num_row_groups)
-            return parquet.read(columns=columns)
-        return _read_groups(parquet, prefixes, columns)
+            return parquet.read(columns=columns, use_threads=threads)
+        return _read_groups(parquet, prefixes, columns, threads)
 
 
-def _read_groups(parquet: pq.ParquetFile, prefixes: Sequence[str], columns: list[str] | None) -> pa.Table:
+def _read_groups(parquet: pq.ParquetFile, prefixes: Sequence[str], columns: list[str] | None,
+                 threads: bool) -> pa.Table:
     column = parquet.schema_arrow.get_field_index(PATH)
     ranges = sorted((p, p[:-1] + "0") for p in prefixes)
     starts = [lo for lo, _ in ranges]
@@ -170,8 +173,10 @@ def _read_groups(parquet: pq.ParquetFile, prefixes: Sequence[str], columns: list
             groups.append(g)
     count(INDEX_GROUPS_READ, len(groups))
     if len(groups) == parquet.metadata.num_row_groups:
-        return parquet.read(columns=columns)
-    return parquet.read_row_groups(groups, columns=columns) if groups else parquet.schema_arrow.empty_table()
+        return parquet.read(columns=columns, use_threads=threads)
+    if not groups:
+        return parquet.schema_arrow.empty_table()
+    return parquet.read_row_groups(groups, columns=columns, use_threads=threads)
 
 
 def validate_table(
