@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("storage_handler.catalog",),
     ("storage_handler.input_format", "storage_handler.meta_hook", "storage_handler.handler"),
     ("storage_handler.registration",),
+    ("storage_handler.freshness",),
     ("storage_handler.spark",),
     ("storage_handler.cli", "storage_handler.demo", "pyspark_hsh"),
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from storage_handler.cli.output import say
 
@@ -95,3 +95,27 @@ def footer_engine(args: argparse.Namespace) -> FooterEngine:
         raise ConfigurationError(f"--workers {workers}: give at least 1")
     return choose_engine(getattr(args, "engine", "auto"), master=getattr(args, "spark_master", None),
                          threshold=getattr(args, "engine_threshold", None), max_workers=workers)
+
+
+NO_STATS_HELP = ("do not publish the index as the metastore's statistics (numFiles/numRows/totalSize, column "
+                 "statistics); statistics published before whose files changed are still marked stale")
+OVERWRITE_STATS_HELP = ("also replace statistics a user or another engine's ANALYZE wrote (by default they are kept "
+                        "while their files are unchanged)")
+
+
+def add_statistics_options(p: Any) -> None:
+    """``--no-stats`` / ``--overwrite-stats``: what ``register``, ``sync`` (and ``index refresh``) do about the
+    metastore's statistics."""
+    p.add_argument("--no-stats", action="store_true", help=NO_STATS_HELP)
+    p.add_argument("--overwrite-stats", action="store_true", help=OVERWRITE_STATS_HELP)
+
+
+def statistics_choice(args: argparse.Namespace) -> Any:
+    """The statistics choice the flags make (a ``StatisticsChoice``; imported late: no registration at start-up)."""
+    from storage_handler.errors import ConfigurationError
+    from storage_handler.registration.statistics import StatisticsChoice
+
+    if getattr(args, "no_stats", False) and getattr(args, "overwrite_stats", False):
+        raise ConfigurationError("--no-stats and --overwrite-stats contradict each other; give one of them")
+    return StatisticsChoice(publish=not getattr(args, "no_stats", False),
+                            overwrite=getattr(args, "overwrite_stats", False))

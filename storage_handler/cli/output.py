@@ -60,6 +60,46 @@ def warn_unreadable(summary: dict[str, Any], *, planned: bool = False) -> None:
          "`hsh index refresh`)")
 
 
+def warn_statistics(report: dict[str, Any] | None) -> None:
+    """The one line a command prints when some statistics were not published (``report`` is
+    :meth:`storage_handler.registration.statistics.StatisticsReport.as_dict`); the command itself succeeded."""
+    line = (report or {}).get("warning")
+    if line:
+        warn(line)
+
+
+def statistics_line(report: dict[str, Any]) -> str:
+    """A publish (or a ``--dry-run``'s plan) in one line for people; ``--json`` has every number."""
+    if not report.get("publish", True):
+        return f"not published (--no-stats); table: {report.get('table_level', 'off')}"
+    if "partitions_listed" in report or "note" in report:  # a dry run's plan
+        table = report.get("table", {})
+        return (f"would publish numFiles={table.get('numFiles')} numRows={table.get('numRows', 'unknown')} "
+                f"totalSize={table.get('totalSize')}, column statistics for "
+                f"{', '.join(sorted(table.get('columns', {}))) or 'no column'}"
+                + (f", on {report['partitions']} partitions" if report.get("partitions") else ""))
+    parts = ""
+    if report.get("partitions"):
+        counts = [(report.get(k, 0), label) for k, label in (
+            ("partitions_written", "written"), ("partitions_unchanged", "unchanged"),
+            ("partitions_kept", "kept (others')"), ("partitions_marked_stale", "marked stale"))]
+        parts = f"{report['partitions']} partitions: " + ", ".join(f"{n} {label}" for n, label in counts if n) + "; "
+    columns = ", ".join(report.get("columns", [])) or "none"
+    return f"{parts}table: {report.get('table_level')}; column statistics: {columns}"
+
+
+def published_line(info: dict[str, Any]) -> str:
+    """``hsh describe``'s statistics in one line (see :func:`storage_handler.registration.describe`)."""
+    if not info.get("published_at"):
+        numbers = " ".join(f"{k}={info[k]}" for k in ("numFiles", "numRows", "totalSize") if info.get(k) is not None)
+        return f"not published by hsh{'; the metastore has ' + numbers if numbers else ''}"
+    state = "current" if info.get("current") else f"stale ({info.get('why_stale')})"
+    parts = f", {info['partitions']} partitions" if info.get("partitions") is not None else ""
+    return (f"published {info['published_at']} from index version {info['index_version']} ({state}): "
+            f"numFiles={info.get('numFiles')} numRows={info.get('numRows', 'unknown')} "
+            f"totalSize={info.get('totalSize')}{parts}; columns: {', '.join(info.get('columns') or []) or 'none'}")
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 

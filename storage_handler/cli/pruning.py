@@ -11,8 +11,10 @@ from storage_handler.cli.common import (
     add_footer_options,
     add_json_option,
     add_metastore_option,
+    add_statistics_options,
     footer_engine,
     metastore_uri,
+    statistics_choice,
 )
 from storage_handler.cli.output import (
     footer_progress,
@@ -21,6 +23,8 @@ from storage_handler.cli.output import (
     print_mapping,
     print_rows,
     say,
+    statistics_line,
+    warn_statistics,
     warn_unreadable,
 )
 from storage_handler.errors import ConfigurationError
@@ -64,6 +68,7 @@ def add_commands(sub: Any) -> None:
     a.add_argument("--strict", action="store_true",
                    help="refuse files that are not readable Parquet (truncated, not Parquet, empty) instead of "
                         "recording them as unreadable and keeping them in every scan; a refusal changes nothing")
+    add_statistics_options(a)
     add_metastore_option(a)
     add_json_option(a)
     add_footer_options(a)
@@ -207,8 +212,11 @@ def _index_refresh(args: argparse.Namespace) -> int:
         engine = footer_engine(args)
         # --strict: an unreadable footer stops the refresh before it commits or alters the table
         hook.progress, hook.engine = footers, StrictEngine(engine) if args.strict else engine
-        table, _locked = hooked.refresh_table(client, name.database, name.table, hook)
+        table, _locked = hooked.refresh_table(client, name.database, name.table, hook,
+                                              statistics=statistics_choice(args))
     diff = hook.last_diff
+    report = getattr(hook, "last_statistics", None)  # set by refresh_table's publish
+    statistics = report.as_dict() if report is not None else {"publish": False, "table_level": "off"}
     snapshot = load(table.sd.location, membership=(), conf=s3a_settings(table.parameters))
     data = {
         "table": str(name), "index_version": int(table.parameters.get("hsh.index.version", 0)),
@@ -216,8 +224,10 @@ def _index_refresh(args: argparse.Namespace) -> int:
         "retried": list(diff.retried), "full_rebuild": diff.full_rebuild,
         "membership_changed": diff.membership_changed, "membership_read": list(diff.membership_read),
         "unreadable_files": unreadable_files(snapshot.table if snapshot is not None else None),
+        "statistics": statistics,
     }
     warn_unreadable(data["unreadable_files"])
+    warn_statistics(statistics)
     if args.json:
         print_json(data)
     else:
@@ -226,6 +236,7 @@ def _index_refresh(args: argparse.Namespace) -> int:
             + (" (full rebuild: the columns changed)" if diff.full_rebuild else "")
             + (f"; bloom filters / value lists changed, read for unchanged files: "
                f"{', '.join(diff.membership_read) or 'nothing'}" if diff.membership_changed else ""))
+        say(f"statistics: {statistics_line(statistics)}")
         for kind in ("added", "changed", "removed"):
             for path in data[kind]:
                 out.print(f"  {kind:8} {escape(path)}", highlight=False)

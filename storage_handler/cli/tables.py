@@ -17,8 +17,10 @@ from storage_handler.cli.common import (
     add_footer_options,
     add_json_option,
     add_metastore_option,
+    add_statistics_options,
     footer_engine,
     metastore_uri,
+    statistics_choice,
 )
 from storage_handler.cli.output import (
     footer_progress,
@@ -27,7 +29,10 @@ from storage_handler.cli.output import (
     print_mapping,
     print_rows,
     progress_bar,
+    published_line,
     say,
+    statistics_line,
+    warn_statistics,
     warn_unreadable,
 )
 from storage_handler.errors import ConfigurationError, StorageHandlerError
@@ -53,6 +58,7 @@ def add_commands(sub: Any) -> None:
     _add_membership_options(p)
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    add_statistics_options(p)
     add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
@@ -64,6 +70,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the diff; change nothing")
     p.add_argument("--batch-size", type=int, default=1000, help="partitions per metastore call (default 1000)")
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    add_statistics_options(p)
     add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
@@ -158,6 +165,7 @@ def _register(args: argparse.Namespace) -> int:
     properties = {**_properties(args.table_property),
                   **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
                   **_membership_properties(args)}
+    choice = statistics_choice(args)
     with MetastoreClient(metastore_uri(args)) as client:
         with footer_progress(enabled=not quiet) as footers:
             plan = plan_registration(
@@ -167,15 +175,17 @@ def _register(args: argparse.Namespace) -> int:
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
             result["unreadable_files"] = unreadable_files(plan.dataset.seed)
+            result["statistics"] = _planned_statistics(name, plan.dataset, plan.dataset.columns, choice)
         else:
             with footer_progress(enabled=not quiet) as footers, \
                     progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
                 result = {"dry_run": False, **apply_registration(
                     client, plan, batch_size=args.batch_size, on_batch=update, progress=footers, engine=engine,
-                    strict=args.strict,
+                    strict=args.strict, statistics=choice,
                 )}
             result["unreadable_files"] = _unreadable_in_index(plan.dataset.root, properties)
     warn_unreadable(result["unreadable_files"], planned=args.dry_run)
+    warn_statistics(result["statistics"])
     if args.json:
         print_json(result)
     else:
@@ -187,11 +197,27 @@ def _register(args: argparse.Namespace) -> int:
 
 
 def _for_people(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` for the table a person reads: the unreadable files as a count (the warning line names them)."""
+    """``result`` for the table a person reads: the unreadable files as a count (the warning line names them), the
+    statistics as one line (``--json`` has all of them)."""
     shown = dict(result)
     if "unreadable_files" in shown:
         shown["unreadable_files"] = shown["unreadable_files"].get("count", 0)
+    if "statistics" in shown:
+        shown["statistics"] = statistics_line(shown["statistics"])
     return shown
+
+
+def _planned_statistics(name: Any, dataset: Any, columns: Any, choice: Any) -> dict[str, Any]:
+    """``--dry-run``: the statistics the footers just read make of the dataset (nothing read from the metastore)."""
+    from storage_handler.registration.statistics import dry_run, plan_statistics
+
+    if dataset.seed is None:
+        return {"publish": choice.publish, "note": "no index rows were read"}
+    plan = plan_statistics(name, dataset.location, [(n, str(t)) for n, t in columns],
+                           [k for k, _ in dataset.partition_keys], dataset.seed, 0)
+    folders = {dataset.partition_name(v): dataset.partition_folders.get(tuple(v)) or dataset.partition_name(v)
+               for v in dataset.partitions}
+    return dry_run(plan, folders, choice)
 
 
 def _sync(args: argparse.Namespace) -> int:
@@ -206,6 +232,7 @@ def _sync(args: argparse.Namespace) -> int:
     name = parse_table_name(args.table)
     quiet = args.json
     engine = footer_engine(args)
+    choice = statistics_choice(args)
     with MetastoreClient(metastore_uri(args)) as client:
         with footer_progress(enabled=not quiet) as footers:
             plan = plan_sync(client, name, drop_missing=args.drop_missing, progress=None if quiet else narrate,
@@ -213,14 +240,18 @@ def _sync(args: argparse.Namespace) -> int:
         if args.dry_run:
             result = {"dry_run": True, **plan.summary()}
             result["unreadable_files"] = unreadable_files(plan.dataset.seed)
+            table = client.get_table(name.database, name.table)
+            columns = [(c.name, c.type) for c in table.sd.cols] + [(n, str(t)) for n, t in plan.new_columns]
+            result["statistics"] = _planned_statistics(name, plan.dataset, columns, choice)
         else:
             with footer_progress(enabled=not quiet) as footers, \
                     progress_bar("adding partitions", len(plan.partitions_to_add), enabled=not quiet) as update:
                 result = apply_sync(client, plan, batch_size=args.batch_size, on_batch=update, progress=footers,
-                                    engine=engine, strict=args.strict)
+                                    engine=engine, strict=args.strict, statistics=choice)
             table = client.get_table(name.database, name.table)
             result["unreadable_files"] = _unreadable_in_index(table.sd.location, table.parameters)
     warn_unreadable(result["unreadable_files"], planned=args.dry_run)
+    warn_statistics(result["statistics"])
     if args.json:
         print_json(result)
         return 0
@@ -268,6 +299,9 @@ def _describe(args: argparse.Namespace) -> int:
         return 0
     shown: dict[str, Any] = {}
     for key, value in info.items():
+        if key == "statistics":
+            shown[key] = published_line(value)
+            continue
         if key != "unreadable_files":
             shown[key] = value
             continue

@@ -30,6 +30,7 @@ def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
     params = table.parameters or {}
     conf = s3a_settings(params)
     storage = storage_for(table.sd.location, conf)
+    index = _index_info(table.sd.location, [k for k, _ in keys], conf)
     return {
         "table": str(name),
         "type": table.tableType,
@@ -45,11 +46,45 @@ def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
         "unregistered_partition_folders": len(unregistered_folders(table.sd.location, [k for k, _ in keys], names,
                                                                    storage=storage)),
         "handler": params.get(f"{PARAM_PREFIX}storage_handler"),
-        **_index_info(table.sd.location, [k for k, _ in keys], conf),
+        **index,
+        "statistics": published_statistics(params, index.get("index_version")),
         "handler_parameters": {k: v for k, v in sorted(params.items()) if k.startswith(PARAM_PREFIX)},
         # written by versions before 0.2; they break Spark sessions without this package: `hsh sync` removes them
         "legacy_parameters_to_remove": legacy_parameters(params),
     }
+
+
+def published_statistics(params: dict[str, str], index_version: int | None) -> dict[str, Any]:
+    """The table's statistics as the metastore holds them, and what ``hsh`` published (when, from which index
+    version, which columns; whether they are still current). ``spark_statistics``: what Spark's own ``ANALYZE``
+    wrote, which Spark prefers to the metastore's numbers."""
+    from storage_handler.registration.stats_ownership import (
+        ACCURATE,
+        BASIC_KEYS,
+        MARKER,
+        SPARK_STATS_PREFIX,
+        Marker,
+        basic_digest,
+        parse_accurate,
+    )
+
+    out: dict[str, Any] = {k: params[k] for k in BASIC_KEYS if k in params}
+    basic, columns = parse_accurate(params.get(ACCURATE))
+    out["accurate"] = {"basic": basic, "columns": sorted(columns)}
+    spark = {k: v for k, v in sorted(params.items()) if k.startswith(SPARK_STATS_PREFIX) and ".colStats." not in k}
+    if spark:
+        out["spark_statistics"] = spark
+    marker = Marker.parse(params.get(MARKER))
+    if marker is None:
+        return out
+    why = None
+    if marker.basic and basic_digest(params) != marker.basic:
+        why = "the numbers were changed after hsh wrote them"
+    elif index_version is not None and marker.index_version != index_version:
+        why = f"the index is at version {index_version}; `hsh index refresh` publishes it"
+    out.update(published_at=marker.at, index_version=marker.index_version, columns=list(marker.names or []),
+               partitions=marker.parts, current=why is None, why_stale=why)
+    return out
 
 
 def _index_info(location: str, partition_keys: list[str], conf: dict[str, str]) -> dict[str, Any]:

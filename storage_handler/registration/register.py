@@ -27,6 +27,15 @@ from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
 from storage_handler.registration import hooked
 from storage_handler.registration.dataset import Dataset, StrictEngine, discover, refuse_unreadable
+from storage_handler.registration.statistics import (
+    PUBLISH,
+    StatisticsChoice,
+    StatisticsPlan,
+    StatisticsReport,
+    plan_statistics,
+    publish,
+    publish_statistics,
+)
 from storage_handler.registration.table_spec import (
     build_partition,
     build_table,
@@ -135,10 +144,12 @@ def apply_registration(
     progress: ProgressCallback | None = None,
     engine: FooterEngine | None = None,
     strict: bool = False,
+    statistics: StatisticsChoice = PUBLISH,
 ) -> dict[str, Any]:
-    """Create what the plan says is missing, through the handler's meta hook (which builds the index). With
-    ``strict`` (the plan was made strict too) a file found unreadable while the index is built stops it before
-    the table is created or altered."""
+    """Create what the plan says is missing, through the handler's meta hook (which builds the index), then publish
+    the index as the table's statistics (``statistics``; new partitions carry their basic statistics from the
+    start). With ``strict`` (the plan was made strict too) a file found unreadable while the index is built stops it
+    before the table is created or altered."""
     name, ds = plan.name, plan.dataset
     if strict:  # before the database is created: a refusal changes nothing
         refuse_unreadable(ds.root, ds.unreadable)
@@ -160,15 +171,54 @@ def apply_registration(
             drop_legacy_parameters(table)
             table.parameters.update(chosen)  # a bloom-filter / value-list choice given again applies now
 
-        current, _locked = hooked.refresh_table(client, name.database, name.table, hook, change)
-    added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch)
+        table, _locked = hooked.refresh_table(client, name.database, name.table, hook, change,
+                                              statistics=statistics, publish=False)
+    version = int(table.parameters.get(PARAM_INDEX_VERSION, 0))
+    stats = index_statistics(name, table, ds.root, version, statistics)
+    added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch,
+                           statistics=stats)
     result = plan.summary()
     result["partitions_added"] = added
-    result["index_version"] = int(table.parameters.get(PARAM_INDEX_VERSION, 0)) if plan.create_table else \
-        int(current.parameters.get(PARAM_INDEX_VERSION, 0))
+    result["index_version"] = version
     diff = hook.last_diff
     result["index_files_read"] = len(diff.added) + len(diff.changed) + len(diff.retried) if diff else 0
+    fresh = {ds.partition_name(v): _folder(ds, v) for v in plan.missing_partitions} if stats else {}
+    result["statistics"] = publish_planned(client, name, stats, statistics, fresh).as_dict()
     return result
+
+
+def _folder(dataset: Dataset, values: Sequence[str | None]) -> str:
+    """The folder (relative to the table) of a partition of ``dataset``: the key its statistics are filed under."""
+    return dataset.partition_folders.get(tuple(values)) or dataset.partition_name(values)
+
+
+def index_statistics(name: TableName, table: Any, root: str, version: int,
+                     choice: StatisticsChoice) -> StatisticsPlan | None:
+    """The statistics the just-committed index (at ``root``) makes of ``table``; None when they are not published,
+    or the index cannot be read (then :func:`publish_planned` reads it again and says why)."""
+    if not choice.publish:
+        return None
+    from storage_handler.errors import StorageHandlerError
+    from storage_handler.stats import load
+    from storage_handler.storage import s3a_settings
+
+    try:
+        snapshot = load(root, membership=(), conf=s3a_settings(table.parameters or {}))
+    except StorageHandlerError:
+        return None
+    if snapshot is None:
+        return None
+    return plan_statistics(name, table.sd.location, [(c.name, c.type) for c in table.sd.cols],
+                           [k.name for k in table.partitionKeys or []], snapshot.table, snapshot.version or version)
+
+
+def publish_planned(client: MetastoreClient, name: TableName, plan: StatisticsPlan | None, choice: StatisticsChoice,
+                    fresh: dict[str, str]) -> StatisticsReport:
+    """Publish ``plan`` (partitions in ``fresh`` were added with their basic statistics), or, without a plan, what
+    :func:`publish_statistics` makes of the table's current index (with publishing off: marks stale statistics)."""
+    if plan is None:
+        return publish_statistics(client, name, choice=choice)
+    return publish(client, plan, choice, fresh=fresh)
 
 
 def add_partitions(
@@ -180,8 +230,10 @@ def add_partitions(
     batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int, int], None] | None = None,
     connections: int = PARTITION_CONNECTIONS,
+    statistics: StatisticsPlan | None = None,
 ) -> int:
-    """Add partitions in batches, ``connections`` calls at a time.
+    """Add partitions in batches, ``connections`` calls at a time; with ``statistics``, each carries its basic
+    statistics (:meth:`~storage_handler.registration.statistics.StatisticsPlan.new_partition_parameters`).
 
     Why in parallel: the metastore spends most of a call per partition (its folder checked, rows written), and
     it serves calls on several connections at once; measured on the embedded metastore, 400 partitions took
@@ -198,7 +250,9 @@ def add_partitions(
     sizes = dataset.partition_files()
 
     def add(batch: Sequence[tuple[str | None, ...]], target: MetastoreClient) -> int:
-        parts = [build_partition(table, v, dataset.partition_location(v), sizes.get(tuple(v), (0, 0)))
+        parts = [build_partition(table, v, dataset.partition_location(v), sizes.get(tuple(v), (0, 0)),
+                                 None if statistics is None else statistics.new_partition_parameters(
+                                     _folder(dataset, v)))
                  for v in batch]
         target.add_partitions(table.dbName, table.tableName, parts)
         return len(batch)

@@ -30,13 +30,19 @@ from metastore.client import MetastoreClient
 from metastore.names import TableName
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
-from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION, partition_path
 from storage_handler.registration import hooked
 from storage_handler.registration.dataset import Dataset, StrictEngine, discover
-from storage_handler.registration.register import DEFAULT_BATCH, add_partitions
+from storage_handler.registration.register import (
+    DEFAULT_BATCH,
+    add_partitions,
+    index_statistics,
+    publish_planned,
+)
+from storage_handler.registration.statistics import PUBLISH, StatisticsChoice
 from storage_handler.registration.table_spec import (
     drop_legacy_parameters,
     legacy_parameters,
+    partition_name_of,
     table_columns,
     table_partition_keys,
 )
@@ -94,8 +100,7 @@ def plan_sync(
 
 def _name(table: Any, partition: Any) -> str:
     """Hive's name of a registered partition (``k1=v1/k2=v2``, escaped; NULL as the default partition)."""
-    values = [None if v == HIVE_DEFAULT_PARTITION else v for v in partition.values]
-    return partition_path(list(zip([k.name for k in table.partitionKeys], values, strict=True)))
+    return partition_name_of([k.name for k in table.partitionKeys], partition.values)
 
 
 def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tuple[str, HiveType], ...]:
@@ -151,10 +156,12 @@ def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]
 def apply_sync(
     client: MetastoreClient, plan: SyncPlan, *, batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int, int], None] | None = None, progress: ProgressCallback | None = None,
-    engine: FooterEngine | None = None, strict: bool = False,
+    engine: FooterEngine | None = None, strict: bool = False, statistics: StatisticsChoice = PUBLISH,
 ) -> dict[str, Any]:
-    """Apply ``plan``; with ``strict`` a file found unreadable now (one of a partition registered outside the table
-    folder, or one that broke since the plan) stops the index refresh before it commits or alters the table."""
+    """Apply ``plan``, then publish the refreshed index as the table's statistics (``statistics``; new partitions
+    carry their basic statistics from the start). With ``strict`` a file found unreadable now (one of a partition
+    registered outside the table folder, or one that broke since the plan) stops the index refresh before it
+    commits or alters the table."""
     name, ds = plan.name, plan.dataset
     hook = StorageHandler().get_meta_hook()
     hook.progress, hook.seed, hook.known_files = progress, ds.seed, ds.files
@@ -169,10 +176,17 @@ def apply_sync(
 
     # The schema change, the upgrade and the index refresh happen under the lock on a freshly read table;
     # partition calls are idempotent (ifNotExists / ifExists), so they need no lock.
-    table, locked = hooked.refresh_table(client, name.database, name.table, hook, change_table)
-    added = add_partitions(client, table, ds, plan.partitions_to_add, batch_size=batch_size, on_batch=on_batch)
+    table, locked = hooked.refresh_table(client, name.database, name.table, hook, change_table,
+                                         statistics=statistics, publish=False)
+    version = int(table.parameters.get("hsh.index.version", 0))
+    stats = index_statistics(name, table, table.sd.location, version, statistics)
+    added = add_partitions(client, table, ds, plan.partitions_to_add, batch_size=batch_size, on_batch=on_batch,
+                           statistics=stats)
     for start in range(0, len(plan.partitions_to_drop), batch_size):
         client.drop_partitions(name.database, name.table, plan.partitions_to_drop[start : start + batch_size])
+    fresh = {ds.partition_name(v): ds.partition_folders.get(tuple(v)) or ds.partition_name(v)
+             for v in plan.partitions_to_add} if stats else {}
+    report = publish_planned(client, name, stats, statistics, fresh)
     diff = hook.last_diff
     return {
         **plan.summary(), "dry_run": False, "locked": locked, "partitions_added": added,
@@ -181,4 +195,5 @@ def apply_sync(
         "index_added": len(diff.added) if diff else 0, "index_changed": len(diff.changed) if diff else 0,
         "index_removed": len(diff.removed) if diff else 0,
         "index_membership_read": list(diff.membership_read) if diff else [],
+        "statistics": report.as_dict(),
     }

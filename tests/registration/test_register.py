@@ -164,7 +164,9 @@ def test_partitions_carry_the_statistics_the_metastore_would_compute(hms, events
     monkeypatch.setattr(MetastoreClient, "add_partitions", capture)
     (next(events_dataset.glob("dt=*")) / "_SUCCESS").write_text("")  # hidden: counted by neither
     result = _register(hms, "reg.fast_stats", events_dataset)
-    assert sent and all(set(p) == {"numFiles", "totalSize"} for p in sent)
+    # (with the rest of the partition's statistics: tests/registration/test_statistics.py)
+    assert sent and all(set(p) == {"numFiles", "totalSize", "numRows", "COLUMN_STATS_ACCURATE", "hsh.stats"}
+                        for p in sent)
     monkeypatch.setattr(MetastoreClient, "add_partitions", real)
     ours = {tuple(p.values): p.parameters for p in hms.get_partitions("reg", "fast_stats")}
     assert result["partitions_added"] == len(ours) > 0
