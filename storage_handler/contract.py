@@ -20,6 +20,17 @@ and its answer::
     {"ok": true, "files": [[URI, BYTES, MTIME_MS, {KEY: VALUE or null}], ...], "metrics": {METRIC: ...},
      "matched": null | {"positions": [...], "partitions": [...], "rows": [...], "columns": {...}, "exact": {...}}}
     {"ok": false, "error": "<one line for the query's exception>"}
+
+An index request, sent by the extension after a write to a registered table committed (never before: a failed
+write indexes nothing)::
+
+    {"op": "index", "contract": <version>, "table": TABLE, "parameters": {<the table's hsh.* parameters>},
+     "partitions": null | [{KEY: VALUE or null, ...}, ...],   (exact written partitions; [{}] unpartitioned)
+     "prefix": null | {KEY: VALUE, ...},                        (only the leading static values are known)
+     "command": "<the write command, for the log>"}
+
+and its answer ``{"ok": true, "version": V, "files": N, "added": A, "changed": C, "removed": R, "service_ms": MS}``
+(``{"ok": false, "error": ...}`` is logged by the extension as a warning; the write has succeeded).
 """
 
 from __future__ import annotations
@@ -43,6 +54,9 @@ SETTING_NATIVE_SCAN: str = _DATA["settings"]["native_scan"]
 SETTING_PYTHON: str = _DATA["settings"]["python"]
 SETTING_PROCESSES: str = _DATA["settings"]["processes"]
 SETTING_AGGREGATES: str = _DATA["settings"]["aggregates"]
+SETTING_INDEX_ON_WRITE: str = _DATA["settings"]["index_on_write"]
+SETTING_INDEX_ON_WRITE_TIMEOUT: str = _DATA["settings"]["index_on_write_timeout"]
+SETTING_OBSERVE_PARTITIONS: str = _DATA["settings"]["observe_partitions"]
 SCAN_REQUEST: tuple[str, ...] = tuple(_DATA["scan_request"])
 TABLE: tuple[str, ...] = tuple(_DATA["table"])
 ANSWER: tuple[str, ...] = tuple(_DATA["answer"])
@@ -50,6 +64,8 @@ FILE_ROW: tuple[str, ...] = tuple(_DATA["file_row"])
 METRICS: tuple[str, ...] = tuple(_DATA["metrics"])
 MATCHED: tuple[str, ...] = tuple(_DATA["matched"])
 AGGREGATE_REQUEST: tuple[str, ...] = tuple(_DATA["aggregate_request"])
+INDEX_REQUEST: tuple[str, ...] = tuple(_DATA["index_request"])
+INDEX_ANSWER: tuple[str, ...] = tuple(_DATA["index_answer"])
 _FILTERS: dict[str, Any] = _DATA["filters"]
 FILTER_OP: str = _FILTERS["op_field"]
 VALUE_TAG: str = _FILTERS["tag_field"]

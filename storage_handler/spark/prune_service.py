@@ -60,8 +60,13 @@ def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | No
     from storage_handler.spark.planning import file_rows_json, list_files
 
     started = time.perf_counter()
+    if request.get("op") == "index":
+        contract.check_version(request)
+        return json.dumps({**index_written_files(request, deferred),
+                           "service_ms": (time.perf_counter() - started) * 1000})
     if request.get("op") != "scan":
-        raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' only")
+        raise StorageHandlerError(f"unknown request {request.get('op')!r}: this prune service answers 'scan' and "
+                                  "'index'")
     contract.check_version(request)
     contract.require(request, contract.SCAN_REQUEST, "scan request")
     aggregate = request["aggregate"]
@@ -81,6 +86,47 @@ def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | No
     service_ms = (time.perf_counter() - started) * 1000
     return (f'{{"ok": true, "files": {files}, "metrics": {metrics}, "matched": {matched}, '
             f'"service_ms": {service_ms:.3f}}}')
+
+
+def index_written_files(request: dict[str, Any],
+                        deferred: list[Callable[[], None]] | None = None) -> dict[str, Any]:
+    """Index the files a committed write put into a registered table (:mod:`storage_handler.freshness.written`);
+    then, after the answer went out (``deferred``), publish the table's metastore statistics: the write's
+    statement need not wait for them, and they follow the index within the same second."""
+    from storage_handler.freshness.scoped import IndexedTable
+    from storage_handler.freshness.written import index_written
+    from storage_handler.spark.table_props import TableIdentity
+    from storage_handler.stats.index.file_stats import StatsOptions
+
+    contract.require(request, contract.INDEX_REQUEST, "index request")
+    identity = TableIdentity.from_contract(request["table"])
+    parameters = {str(k): str(v) for k, v in (request["parameters"] or {}).items()}
+    table = IndexedTable(identity.table, identity.location, identity.columns,
+                         tuple(k for k, _ in identity.partition_keys), StatsOptions.for_table(parameters),
+                         dict(identity.storage))
+    partitions = request["partitions"]
+    specs = None if partitions is None else [dict(p) for p in partitions]
+    done = index_written(table, identity.metastore_uri, specs, request["prefix"])
+    log.info("hsh: indexed the write (%s) into %s: %s", request["command"], identity.table, done.as_dict())
+    if identity.metastore_uri and done.version is not None:
+        publish = functools.partial(_publish_statistics, identity.metastore_uri, identity.table)
+        if deferred is None:
+            publish()
+        else:
+            deferred.append(publish)
+    return {"ok": True, "version": done.version, "files": done.files, "added": len(done.diff.added),
+            "changed": len(done.diff.changed), "removed": len(done.diff.removed)}
+
+
+def _publish_statistics(metastore_uri: str, table: str) -> None:
+    from metastore.client import MetastoreClient
+    from metastore.names import parse_table_name
+    from storage_handler.registration.statistics import publish_statistics
+
+    with MetastoreClient(metastore_uri) as client:
+        report = publish_statistics(client, parse_table_name(table))
+    if report.warning():
+        log.warning("hsh: %s", report.warning())
 
 
 def _matched(table: dict[str, Any], result: Any, aggregate: dict[str, Any]) -> dict[str, Any]:

@@ -188,3 +188,25 @@ def test_the_python_data_source_is_offered_where_the_line_has_it(spark, typed: P
     else:
         pruning.load(TABLE).createOrReplaceTempView("compat_through_hsh")
         assert _counts(spark, "compat_through_hsh", "c_bigint = 5") == _counts(spark, TABLE, "c_bigint = 5")
+
+
+@pytest.mark.parametrize("hive_path", [False, True], ids=["converted", "hive"])
+def test_a_handler_session_s_insert_is_indexed_at_commit(spark, metastore_uri: str, tmp_path: Path,  # noqa: ANN001
+                                                         hive_path: bool) -> None:
+    """Issue 26 on every line: the write command's wrapper (a V1WriteCommand, so adaptive execution plans the
+    write as Spark's own) and the observed dynamic partitions; the exchange (GROUP BY) is what breaks a wrapper
+    that is not one."""
+    from tests.spark.test_index_on_write import _register, coverage
+
+    name, root = _register(metastore_uri, tmp_path / "written")
+    spark.conf.set("spark.sql.hive.convertMetastoreParquet", str(not hive_path).lower())
+    spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    try:
+        spark.sql(f"INSERT INTO {name} PARTITION (dt) SELECT max(event_id) + 100, 1, kind, NULL, NULL, NULL, "
+                  f"max(ts), max(day), concat('2025-', coalesce(kind, 'none')) FROM {name} GROUP BY kind")
+    finally:
+        spark.conf.unset("spark.sql.hive.convertMetastoreParquet")
+        spark.conf.unset("hive.exec.dynamic.partition.mode")
+    missing, stale, _ = coverage(root, ["dt"])
+    assert (missing, stale) == (set(), set())
+    assert len([f for f in root.iterdir() if f.name.startswith("dt=2025-")]) >= 2

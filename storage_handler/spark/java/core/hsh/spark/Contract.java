@@ -20,6 +20,9 @@ final class Contract {
   static final String SETTING_PYTHON = text("settings", "python");
   static final String SETTING_PROCESSES = text("settings", "processes");
   static final String SETTING_AGGREGATES = text("settings", "aggregates");
+  static final String SETTING_INDEX_ON_WRITE = text("settings", "index_on_write");
+  static final String SETTING_INDEX_ON_WRITE_TIMEOUT = text("settings", "index_on_write_timeout");
+  static final String SETTING_OBSERVE_PARTITIONS = text("settings", "observe_partitions");
   private static final String STORAGE_PREFIX = DATA.get("storage_settings_prefix").asText();
   private static final List<String> STORAGE_SECRETS = names("storage_secret_suffixes");
   private static final List<String> SCAN_REQUEST = names("scan_request");
@@ -29,6 +32,8 @@ final class Contract {
   private static final List<String> METRICS = names("metrics");
   private static final List<String> MATCHED = names("matched");
   private static final List<String> AGGREGATE_REQUEST = names("aggregate_request");
+  private static final List<String> INDEX_REQUEST = names("index_request");
+  private static final List<String> INDEX_ANSWER = names("index_answer");
   private static final JsonNode FILTERS = DATA.get("filters");
   static final String FILTER_OP = FILTERS.get("op_field").asText();
   static final String VALUE_TAG = FILTERS.get("tag_field").asText();
@@ -99,6 +104,16 @@ final class Contract {
   /** A field name of the aggregate part of a scan request (checked against the contract). */
   static String aggregateRequest(String name) {
     return field(AGGREGATE_REQUEST, name);
+  }
+
+  /** A field name of an index request (checked against the contract). */
+  static String indexRequest(String name) {
+    return field(INDEX_REQUEST, name);
+  }
+
+  /** Field {@code name} of an index answer; throws naming it when the answer lacks it. */
+  static JsonNode indexAnswer(JsonNode answer, String name, String table) {
+    return present(answer, field(INDEX_ANSWER, name), "index answer", table);
   }
 
   /** A metric of the answer; a missing one throws rather than reading as 0. */

@@ -4,13 +4,15 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.SparkStrategy;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions=hsh.spark.HshExtensions}: registered tables are read by Spark's native Parquet
  * scan over the files the handler keeps ({@link NativeScanRule}, {@link QueryFilterRule}), and aggregates the index
- * can answer are taken from it ({@link AggregateRule}).
+ * can answer are taken from it ({@link AggregateRule}); writes into them are indexed at commit
+ * ({@link IndexOnWrite}, planned by {@code IndexOnWriteStrategy}).
  */
 public final class HshExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -33,6 +35,12 @@ public final class HshExtensions extends AbstractFunction1<SparkSessionExtension
       @Override
       public Rule<LogicalPlan> apply(SparkSession session) {
         return new QueryFilterRule();
+      }
+    });
+    extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+      @Override
+      public SparkStrategy apply(SparkSession session) {
+        return new IndexOnWriteStrategy(session);
       }
     });
     return BoxedUnit.UNIT;

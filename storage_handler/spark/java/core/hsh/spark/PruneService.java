@@ -43,7 +43,36 @@ final class PruneService {
 
   /** The answer to {@code request} for the session; throws naming {@code table} when the Python side fails. */
   static JsonNode call(SparkSession session, ObjectNode request, String table) {
-    return forPython(python(session)).call(request, table, maxProcesses(session, table));
+    return forPython(python(session)).call(request, table, maxProcesses(session, table), "plan the scan of");
+  }
+
+  /**
+   * The answer to an index request ({@link IndexOnWrite}), waiting at most {@code timeoutMs}; throws naming
+   * {@code table} when the Python side fails or does not answer in time. A request still running when the wait
+   * ends runs on to its end on a daemon thread (it is an idempotent commit of its own), and its process goes back
+   * to the pool then; the write that asked has long returned.
+   */
+  static JsonNode index(SparkSession session, ObjectNode request, String table, long timeoutMs) {
+    PruneService service = forPython(python(session));
+    int max = maxProcesses(session, table);
+    java.util.concurrent.FutureTask<JsonNode> task = new java.util.concurrent.FutureTask<>(
+        () -> service.call(request, table, max, "index the write into"));
+    Thread thread = new Thread(task, "hsh-index-on-write");
+    thread.setDaemon(true);
+    thread.start();
+    try {
+      return task.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      throw new IllegalStateException("hsh: indexing the write into " + table + " took longer than " + timeoutMs
+          + " ms (" + Contract.SETTING_INDEX_ON_WRITE_TIMEOUT + "); it goes on in the background", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException) throw (RuntimeException) cause;
+      throw new IllegalStateException("hsh: indexing the write into " + table + " failed: " + cause, cause);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("hsh: interrupted while indexing the write into " + table, e);
+    }
   }
 
   /**
@@ -77,12 +106,12 @@ final class PruneService {
     });
   }
 
-  private JsonNode call(ObjectNode request, String table, int max) {
+  private JsonNode call(ObjectNode request, String table, int max, String doing) {
     String line;
     try {
       line = MAPPER.writeValueAsString(request);
     } catch (IOException e) {
-      throw new IllegalStateException("hsh: cannot encode the pruning request for " + table, e);
+      throw new IllegalStateException("hsh: cannot encode the request to " + doing + " " + table, e);
     }
     long start = System.nanoTime();
     PruneProcess process = borrow(max, table);
@@ -99,10 +128,11 @@ final class PruneService {
           continue;
         }
         if (!Contract.answer(answer, "ok", table).asBoolean(false)) {
-          throw new IllegalStateException("hsh: cannot plan the scan of " + table + ": "
+          throw new IllegalStateException("hsh: cannot " + doing + " " + table + ": "
               + answer.path("error").asText("no error message"));
         }
-        Timings.record("prune_round_trip", table, start, "waited_ms", (waited - start) / 1e6,
+        String step = doing.startsWith("plan") ? "prune_round_trip" : "index_round_trip";
+        Timings.record(step, table, start, "waited_ms", (waited - start) / 1e6,
             "request_bytes", line.length(), "attempt", attempt, "service_ms", answer.path("service_ms").asDouble(-1));
         return answer;
       }
