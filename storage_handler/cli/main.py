@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from rich.markup import escape
 
-from storage_handler.cli import pruning, services, tables
+from storage_handler.cli import follow, pruning, services, tables
 from storage_handler.cli.output import err
 from storage_handler.errors import StorageHandlerError
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     services.add_commands(sub)
     tables.add_commands(sub)
     pruning.add_commands(sub)
+    follow.add_commands(sub)
     return parser
 
 

@@ -1,0 +1,449 @@
+"""``hsh follow``: keep the indexes of registered tables current for writes made by anybody -- plain Spark, Hive,
+Trino, ``ALTER TABLE ... ADD PARTITION``, a loader copying files -- within seconds, many tables from one process.
+
+**Why polling, not the metastore's notification log** (``get_next_notification``, Impala's way): the embedded
+metastore of the pyspark wheel has no ``DbNotificationListener`` and publishes no events at all, and a file copied
+into an existing partition's folder changes nothing in the metastore, so no event would ever name it. Storage has
+to be looked at either way; events would only spare the partition-name call below, so they are not used.
+
+**One poll, per table**:
+
+1. ``get_table`` (still registered? where? which columns?) and, when partitioned, ``get_partition_names``.
+2. New names -> ``get_partitions_by_names`` for their locations; names gone -> dropped partitions.
+3. Stamps of the registered folders (:mod:`.stamps`): one ``stat`` each on a local disk; on an object store one
+   listing of the table prefix every ``listing_seconds``.
+4. One scoped update (:func:`~storage_handler.freshness.scoped.update_partitions`) over the new partitions, the
+   changed folders and the racy ones, with the dropped partitions' folders in its scope but nothing listed for them
+   (an empty scope): their rows leave the index in the same commit. Their folders are not listed: dropping a
+   partition of an external table keeps its files, which no query reads any more.
+5. If that committed, the index is published as the metastore's statistics (``publish_statistics``); then the
+   position (:class:`~.stamps.Position`) is saved.
+
+Every ``sweep_seconds`` (and for a table seen for the first time) a table is **swept**: its partitions' locations
+are read again and every folder is listed, which catches what stamps cannot see (a file rewritten in place, a
+partition moved with ``ALTER PARTITION ... SET LOCATION``).
+
+**Cost per poll** with nothing written, at 2,000 partitions: 2 metastore calls and 2,000 ``stat`` calls on a local
+disk; on S3 the same 2 calls, plus every ``listing_seconds`` ``ceil(objects / 1000)`` LIST requests (40 for 20 files
+a partition). Each committed update adds the publish's metastore calls (the partitions' statistics are read back).
+
+**Faults**: one table's failure (storage down, an unreadable index) is that table's incident: one line, then it is
+retried with exponential backoff (twice the interval per failure, at most ``max_backoff``) and one ``recovered``
+line, while the other tables go on. The metastore going away is every table's incident, retried the same way. A
+metastore that cannot be reached when the follower starts fails the command instead: that is a setting, not an
+outage.
+
+**Not done**: rows are removed only for partitions the follower saw registered and then saw dropped (the position
+remembers them across restarts). Rows of folders it never knew -- left, say, by ``hsh index refresh``, which walks
+the whole table folder -- stay; no query lists a folder that is no registered partition, so they are never read.
+Correctness never depends on the follower: a file the index lacks, or whose row no longer matches, is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from metastore.client import MetastoreClient
+from metastore.names import TableName
+from storage_handler.catalog.metastore_source import MetastorePartitions
+from storage_handler.catalog.partitions import Partition, parse_partition_name
+from storage_handler.contract import PARAM_HANDLER
+from storage_handler.errors import (
+    ConfigurationError,
+    MetastoreUnavailableError,
+    NoSuchObjectError,
+    StorageHandlerError,
+)
+from storage_handler.freshness.lag import Lag, behind
+from storage_handler.freshness.scoped import IndexedTable, ScopedUpdate, list_scope, update_partitions
+from storage_handler.freshness.stamps import (
+    RACY_MS,
+    UNKNOWN,
+    FolderSeen,
+    Position,
+    Stamp,
+    folder_prefix,
+    forget_position,
+    load_position,
+    newest_by_folder,
+    save_position,
+    stamp_folders,
+)
+from storage_handler.registration.statistics import publish_statistics
+from storage_handler.stats.files.file_list import FileList
+from storage_handler.stats.index.file_stats import StatsOptions
+from storage_handler.storage import s3a_settings
+from storage_handler.table_desc import TableDesc
+
+log = logging.getLogger(__name__)
+DISCOVERY_BATCH = 100  # tables per get_table_objects_by_name call
+
+
+class NotRegisteredError(ConfigurationError):
+    """A table the follower was asked to follow does not carry the handler's table parameter."""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowOptions:
+    """How often to look (seconds): the metastore and local stamps every ``interval``; object-store listings every
+    ``listing_seconds``; every folder every ``sweep_seconds``; the table list every ``rescan_polls`` polls."""
+
+    interval: float = 2.0
+    sweep_seconds: float = 600.0
+    listing_seconds: float = 10.0
+    rescan_polls: int = 15
+    racy_ms: int = RACY_MS
+    max_backoff: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One line of the follower's log: ``kind`` is started, watch, forget, update, warning, incident, recovered
+    or stopped; ``data`` holds the numbers (``--json`` prints them all)."""
+
+    kind: str
+    table: str | None
+    message: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict[str, Any]:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.at)) + f".{int(self.at * 1000) % 1000:03d}Z"
+        return {"event": self.kind, "table": self.table, "at": stamp, "message": self.message, **self.data}
+
+
+@dataclass(frozen=True, slots=True)
+class TableUpdate:
+    """One committed update: the partitions listed and dropped, the files it added, re-read and removed, the
+    index version it made current, and how far behind the index was (:class:`~.lag.Lag`)."""
+
+    table: str
+    partitions: tuple[str, ...]
+    dropped: tuple[str, ...]
+    added: int
+    changed: int
+    removed: int
+    version: int | None
+    lag: Lag
+    seconds: float
+    sweep: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Health:
+    failures: int = 0
+    retry_at: float = 0.0  # monotonic
+    since: float = 0.0  # wall clock of the first failure
+
+
+class Follower:
+    """Follows ``tables`` and, with ``discover``, every table carrying the handler's parameter in ``databases``
+    (empty: in every database), found again every ``rescan_polls`` polls; keeps their indexes current. Positions
+    live in ``state_dir``; every log line goes to ``emit``."""
+
+    def __init__(self, client: MetastoreClient, options: FollowOptions, state_dir: Path,
+                 emit: Callable[[Event], None], *, tables: Sequence[TableName] = (), discover: bool = False,
+                 databases: Sequence[str] = ()) -> None:
+        self.client = client
+        self.explicit = tuple(tables)
+        self.discover = discover
+        self.databases = tuple(databases)
+        self.tables: list[TableName] = list(self.explicit)
+        self.options = options
+        self.state_dir = state_dir
+        self.emit = emit
+        self.failing: set[str] = set()  # tables (or "metastore") whose last attempt failed
+        self._positions: dict[str, Position] = {}
+        self._health: dict[str, _Health] = {}
+        self._listed_ms: dict[str, int] = {}
+        self._polls = 0
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, stop: threading.Event) -> None:
+        """Poll every ``interval`` until ``stop`` is set; a poll that was started is finished first."""
+        what = ", ".join([*map(str, self.explicit), *(f"{db}.*" for db in self.databases)])
+        if self.discover and not self.databases:
+            what = ", ".join(filter(None, [what, "every registered table"]))
+        self.emit(Event("started", None, f"following {what} every {self.options.interval:g} s (sweep every "
+                                         f"{self.options.sweep_seconds:g} s); positions in {self.state_dir}"))
+        while not stop.is_set():
+            started = time.monotonic()
+            self.poll(stop)
+            stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
+        self.emit(Event("stopped", None, "stopped"))
+
+    def poll(self, stop: threading.Event | None = None) -> list[TableUpdate]:
+        """One poll over every table that is due; never raises for a table's or the metastore's failure."""
+        metastore = self._health.get("metastore", _Health())
+        if time.monotonic() < metastore.retry_at:
+            return []
+        updates: list[TableUpdate] = []
+        try:
+            if self.discover and self._polls % max(1, self.options.rescan_polls) == 0:
+                self._discover_guarded()
+            self._polls += 1
+            for name in list(self.tables):
+                if stop is not None and stop.is_set():
+                    break
+                update = self._guarded(name)
+                if update is not None:
+                    updates.append(update)
+        except MetastoreUnavailableError as e:
+            self._failed("metastore", e)
+            return updates
+        self._succeeded("metastore")
+        return updates
+
+    def _guarded(self, name: TableName) -> TableUpdate | None:
+        key = str(name)
+        if time.monotonic() < self._health.get(key, _Health()).retry_at:
+            return None
+        try:
+            update = self._poll_table(name)
+        except MetastoreUnavailableError:
+            raise
+        except (NoSuchObjectError, NotRegisteredError) as e:
+            if name not in self.explicit:
+                self._forget(name, "dropped" if isinstance(e, NoSuchObjectError) else "no longer registered")
+                return None
+            self._failed(key, e)
+            return None
+        except Exception as e:  # noqa: BLE001 - one table's failure must not stop the others
+            log.debug("follow %s failed", key, exc_info=True)
+            self._failed(key, e)
+            return None
+        self._succeeded(key)
+        return update
+
+    def _failed(self, key: str, error: BaseException) -> None:
+        health = self._health.get(key, _Health())
+        failures = health.failures + 1
+        delay = min(self.options.max_backoff, self.options.interval * 2 ** min(failures, 20))
+        self._health[key] = _Health(failures, time.monotonic() + delay, health.since or time.time())
+        self.failing.add(key)
+        if failures == 1:
+            self.emit(Event("incident", None if key == "metastore" else key,
+                            f"{key}: {_one_line(error)}; retrying with backoff (next in {delay:g} s)",
+                            {"error": _one_line(error), "retry_seconds": delay}))
+        else:
+            log.info("follow %s: still failing (%d attempts): %s", key, failures, _one_line(error))
+
+    def _succeeded(self, key: str) -> None:
+        health = self._health.pop(key, None)
+        self.failing.discard(key)
+        if health is not None and health.failures:
+            down = time.time() - health.since
+            self.emit(Event("recovered", None if key == "metastore" else key,
+                            f"{key}: recovered after {health.failures} failed attempt(s), {down:.1f} s",
+                            {"failures": health.failures, "seconds": round(down, 3)}))
+
+    # ------------------------------------------------------------------ which tables
+    def _discover_guarded(self) -> None:
+        try:
+            self._discover()
+        except MetastoreUnavailableError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the tables already followed go on; retried at the next rescan
+            self._failed("discovery", e)
+            return
+        self._succeeded("discovery")
+
+    def _discover(self) -> None:
+        """Every table in the metastore carrying the handler's parameter (one call per database, one per 100
+        tables); tables that appeared are followed, tables that vanished forgotten, one line each."""
+        found: set[TableName] = set()
+        for db in self.databases or self.client.get_all_databases():
+            names = self.client.get_tables(db)
+            for start in range(0, len(names), DISCOVERY_BATCH):
+                objects = self.client.raw(f"tables of database {db!r}",
+                                          _objects_by_name(db, list(names[start:start + DISCOVERY_BATCH])),
+                                          idempotent=True)
+                found.update(TableName(db, t.tableName.lower()) for t in objects
+                             if PARAM_HANDLER in (t.parameters or {}))
+        before, after = set(self.tables), found | set(self.explicit)
+        for name in sorted(after - before, key=str):
+            self.emit(Event("watch", str(name), f"{name}: following"))
+        for name in sorted(before - after, key=str):
+            self._forget(name, "no longer registered")
+        self.tables = sorted(after, key=str)
+
+    def _forget(self, name: TableName, why: str) -> None:
+        key = str(name)
+        self.emit(Event("forget", key, f"{key}: {why}; forgotten"))
+        self.tables = [t for t in self.tables if t != name]
+        self._positions.pop(key, None)
+        self._health.pop(key, None)
+        self._listed_ms.pop(key, None)
+        self.failing.discard(key)
+        forget_position(self.state_dir, key)
+
+    # ------------------------------------------------------------------ one table
+    def _poll_table(self, name: TableName) -> TableUpdate | None:
+        key = str(name)
+        found = self.client.get_table(name.database, name.table)
+        if PARAM_HANDLER not in (found.parameters or {}):
+            raise NotRegisteredError(f"table {key} is not registered with the handler (no {PARAM_HANDLER} "
+                                     "parameter): `hsh register` it first")
+        desc = TableDesc.from_hms(found)
+        conf = s3a_settings(desc.parameters)
+        keys = tuple(k for k, _ in desc.partition_keys)
+        table = IndexedTable(key, desc.location, desc.columns, keys, StatsOptions.for_table(desc.parameters), conf)
+        position = self._positions.get(key) or load_position(self.state_dir, key)
+        if position is not None and position.location != desc.location:
+            position = None  # the table moved: another index, nothing known of it
+        now_ms = _now_ms()
+        sweep = position is None or now_ms - position.swept_ms >= self.options.sweep_seconds * 1000
+        known = position.folders if position is not None else {}
+        live = self._live(name, keys, desc.location, known, sweep)
+        locations = {n: (p.location if p is not None else desc.location) for n, p in live.items()}
+        listing = sweep or now_ms - self._listed_ms.get(key, 0) >= self.options.listing_seconds * 1000
+        seen_ms = _now_ms()  # before the stamps, which are before the listing
+        stamps = stamp_folders(desc.location, locations, conf, remote=listing)
+        if listing:
+            self._listed_ms[key] = seen_ms
+        changed = [n for n in sorted(locations)
+                   if sweep or _changed(known.get(n), locations[n], stamps.get(n), self.options.racy_ms)]
+        in_use = set(locations.values())
+        dropped = {n: s for n, s in known.items()
+                   if (n not in locations or s.location != locations[n]) and s.location not in in_use}
+        if not changed and not dropped:
+            return None
+        started = time.perf_counter()
+        updates, files = _apply(table, [live[n] for n in changed], list(dropped.values()))
+        committed = [u for u in updates if not u.diff.is_empty]
+        version = updates[-1].version if updates else (position.index_version if position else None)
+        if committed:
+            report = publish_statistics(self.client, name)
+            if report.warning():
+                self.emit(Event("warning", key, report.warning() or ""))
+        newest = newest_by_folder(files)
+        folders = {n: s for n, s in known.items() if n in locations and n not in changed}
+        for n in changed:
+            stamp = stamps.get(n, Stamp(UNKNOWN))
+            folders[n] = FolderSeen(locations[n], stamp.value, stamp.changed_ms, seen_ms,
+                                    newest.get(folder_prefix(desc.location, locations[n])))
+        swept = now_ms if sweep else (position.swept_ms if position is not None else now_ms)
+        fresh = Position(key, desc.location, folders, swept, version)
+        if fresh != position:
+            save_position(self.state_dir, fresh)  # only now: the commit it describes has succeeded
+        self._positions[key] = fresh
+        if not committed:
+            return None
+        return self._report(key, changed, sorted(dropped), committed, files, version,
+                            time.perf_counter() - started, sweep)
+
+    def _live(self, name: TableName, keys: Sequence[str], location: str, known: Mapping[str, FolderSeen],
+              sweep: bool) -> dict[str, Partition | None]:
+        """The registered partitions by name (``{"": None}`` for an unpartitioned table); locations fetched for
+        new names (all names when sweeping), taken from the position for the others."""
+        if not keys:
+            return {"": None}
+        names = self.client.get_partition_names(name.database, name.table)
+        fetch = names if sweep else [n for n in names if n not in known]
+        source = MetastorePartitions.using(self.client, name.database, name.table, keys)
+        fetched = {p.name: p for p in source.by_names(fetch)} if fetch else {}
+        live: dict[str, Partition | None] = {}
+        for n in names:
+            if n in fetched:
+                live[n] = fetched[n]
+            elif n in known and not sweep:
+                live[n] = Partition(n, parse_partition_name(n, keys, str(name)), known[n].location)
+        return live
+
+    def _report(self, key: str, changed: Sequence[str], dropped: Sequence[str], updates: Sequence[ScopedUpdate],
+                files: FileList, version: int | None, seconds: float, sweep: bool) -> TableUpdate:
+        added = [p for u in updates for p in u.diff.added]
+        rewritten = [p for u in updates for p in u.diff.changed]
+        removed = sum(len(u.diff.removed) for u in updates)
+        lag = behind(files, set(added) | set(rewritten))
+        update = TableUpdate(key, tuple(n for n in changed if n), tuple(dropped), len(added), len(rewritten),
+                             removed, version, lag, seconds, sweep)
+        now_ms = _now_ms()
+        where = _names(update.partitions) if update.partitions else ""
+        if update.dropped:
+            where += ("; " if where else "") + f"dropped {_names(update.dropped)}"
+        self.emit(Event("update", key, (
+            f"{key}: {'sweep, ' if sweep else ''}{where + ': ' if where else ''}+{update.added} ~{update.changed} "
+            f"-{update.removed} files, index v{version}; was behind by {lag.describe(now_ms)}"), {
+            "partitions": list(update.partitions[:100]), "partitions_listed": len(update.partitions),
+            "dropped": list(update.dropped[:100]), "added": update.added, "changed": update.changed,
+            "removed": update.removed, "version": version, "sweep": sweep, "seconds": round(seconds, 3),
+            **lag.as_dict(now_ms)}))
+        return update
+
+
+def _apply(table: IndexedTable, changed: Sequence[Partition | None],
+           dropped: Sequence[FolderSeen]) -> tuple[list[ScopedUpdate], FileList]:
+    """The scoped update(s) of one poll and the files they listed: one commit for the changed partitions and the
+    dropped ones' (empty) scopes; a partition registered at the table folder itself, whose rows no prefix selects,
+    gets an update of its own (in practice never)."""
+    if not table.partition_keys:
+        listed = list_scope(table, None)
+        return [update_partitions(table, None, listed=listed)], listed[0]
+    parts = [p for p in changed if p is not None]
+    under = [p for p in parts if folder_prefix(table.location, p.location)]
+    at_root = [p for p in parts if not folder_prefix(table.location, p.location)]
+    gone = {folder_prefix(table.location, s.location) for s in dropped}
+    updates: list[ScopedUpdate] = []
+    listings: list[FileList] = []
+    if under or gone - {""}:
+        files, prefixes = list_scope(table, under) if under else (FileList.empty(), [])
+        scope = sorted(set(prefixes or ()) | (gone - {""}))
+        updates.append(update_partitions(table, under, listed=(files, scope)))
+        listings.append(files)
+    if at_root or "" in gone:
+        files = list_scope(table, at_root)[0] if at_root else FileList.empty()
+        updates.append(update_partitions(table, at_root, listed=(files, None)))
+        listings.append(files)
+    merged = listings[0] if len(listings) == 1 else sum(listings[1:], listings[0])
+    return updates, merged
+
+
+def _changed(seen: FolderSeen | None, location: str, stamp: Stamp | None, racy_ms: int) -> bool:
+    """Whether a folder must be listed this poll: never listed, moved, stamp changed, or racy. A folder without a
+    stamp this poll (an object store between its listings) is not looked at."""
+    if seen is None or seen.location != location:
+        return True
+    if stamp is None:
+        return False
+    return stamp.value != seen.stamp or seen.racy(racy_ms)
+
+
+def _objects_by_name(db: str, names: list[str]) -> Callable[[Any], list[Any]]:
+    def call(thrift: Any) -> list[Any]:
+        return list(thrift.get_table_objects_by_name(db, names))
+
+    return call
+
+
+def check_tables(client: MetastoreClient, tables: Sequence[TableName], databases: Sequence[str] = ()) -> None:
+    """Refuse, before following anything, a named database or table that does not exist or a table that is not
+    registered."""
+    for db in databases:
+        client.get_database(db)
+    for name in tables:
+        found = client.get_table(name.database, name.table)
+        if PARAM_HANDLER not in (found.parameters or {}):
+            raise NotRegisteredError(f"table {name} is not registered with the handler (no {PARAM_HANDLER} "
+                                     f"parameter): `hsh register {name} <path>` first, or leave it out")
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:3])
+    return shown + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
+
+
+def _one_line(error: BaseException) -> str:
+    """Our own errors say what happened; anything else is named by its type too."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if isinstance(error, StorageHandlerError) else f"{type(error).__name__}: {text}"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
