@@ -109,6 +109,10 @@ class ScanMetrics:
     metastore_calls: int = 0  # calls this scan made to the metastore (0 for an unpartitioned table)
     index_loads: int = 0  # loads of the index (current version found, rows read or taken from the cache)
     index_row_groups_read: int = 0  # index row groups read from storage (0 when the warm cache served them)
+    # lag: kept files (and bytes) the filter asked statistics about but the index had no trusted row for -- new
+    # since the last index update, or changed -- so kept whatever they hold: what a current index might prune
+    files_kept_unindexed: int = 0
+    bytes_kept_unindexed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,9 +178,17 @@ def scan_batch(files: Sequence[DataFile]) -> pa.Table:
 
 
 def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]:
-    """Add the index's stats columns to the scan batch, aligned by path; unknown or changed files get nulls."""
+    """Add the index's stats columns to the scan batch, aligned by path; unknown or changed files get nulls.
+    Returns the batch and how many of its files the index has no trusted row for."""
+    out, fresh = attach_index(scan, index)
+    return out, scan.num_rows - _count(fresh)
+
+
+def attach_index(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, pa.Array]:
+    """:func:`attach_stats`, returning which files have a trusted index row (same path, size, modification time
+    and version tag) instead of their count: the scan's lag metrics need to know which."""
     if index is None or index.num_rows == 0:
-        return scan, scan.num_rows
+        return scan, pa.array(np.zeros(scan.num_rows, dtype=bool), pa.bool_())
     positions, _ = index_rows(scan.column(PATH), index.column(PATH))
     fresh = pa.scalar(True)
     for column in (SIZE, MODIFICATION_TIME, VERSION_TAG):  # all must match; a null never does
@@ -187,7 +199,11 @@ def attach_stats(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, int]
     for name in STATS_COLUMNS:
         if name in index.column_names:
             out = out.append_column(name, pc.take(index.column(name), positions))
-    return out, scan.num_rows - (pc.sum(fresh).as_py() or 0)  # sum of nothing is null
+    return out, fresh.combine_chunks() if isinstance(fresh, pa.ChunkedArray) else fresh
+
+
+def _count(mask: pa.Array) -> int:
+    return pc.sum(mask).as_py() or 0  # the sum of nothing is null
 
 
 class ParquetInputFormat:
@@ -232,6 +248,7 @@ class ParquetInputFormat:
         sizes = scan.column(SIZE)
         index_version = None
         unknown = scan.num_rows if evaluator is None else 0
+        unindexed: pa.Array | None = None  # files statistics were asked about but the index has no trusted row for
         if evaluator is None:
             selection = after_parts = pa.array(np.ones(scan.num_rows, dtype=bool), pa.bool_())
         else:
@@ -241,9 +258,12 @@ class ParquetInputFormat:
             wanted = membership_columns(evaluator.bound) if evaluator is not None else frozenset()
             snapshot = load_index(conf.location, prefixes, wanted, conf=job_conf, cached=True)
             index_version = snapshot.version if snapshot else None
-            scan, unknown = attach_stats(scan, snapshot.table if snapshot else None)
+            scan, fresh = attach_index(scan, snapshot.table if snapshot else None)
+            unknown = scan.num_rows - _count(fresh)
             if evaluator is not None:
                 selection = evaluator.eval(scan, after_parts)
+                if _reads_statistics(evaluator):
+                    unindexed = pc.and_(selection, pc.invert(fresh))
         elif evaluator is not None:  # no leaf on a data column: statistics cannot change the answer
             selection = after_parts
         t4 = time.perf_counter()
@@ -258,6 +278,8 @@ class ParquetInputFormat:
             bytes_after_partitions=_sum(pc.filter(sizes, after_parts)),
             files_kept=kept.num_rows, bytes_kept=_sum(pc.filter(sizes, selection)),
             files_without_stats=unknown, index_version=index_version,
+            files_kept_unindexed=0 if unindexed is None else _count(unindexed),
+            bytes_kept_unindexed=0 if unindexed is None else _sum(pc.filter(sizes, unindexed)),
             files_matched_fully=0 if certain is None else pc.sum(certain).as_py() or 0,
             rows_matched_fully=_rows(kept_rows, certain),
             seconds_metastore=t1 - t0, seconds_listing=t2 - t1, seconds_partitions=t3 - t2, seconds_stats=t4 - t3,

@@ -126,6 +126,10 @@ def _scan(args: argparse.Namespace) -> int:
     out.print(f"{parts}kept [bold]{m.files_kept}[/bold]/{m.files_total} files listed, {m.bytes_kept}/{m.bytes_total} "
               f"bytes ({pct:.1f}%); files without stats {m.files_without_stats}; index version {m.index_version}",
               highlight=False)
+    if m.files_kept_unindexed:
+        out.print(f"lag: {m.files_kept_unindexed} kept files ({m.bytes_kept_unindexed} bytes) are not in the index "
+                  f"yet (new or changed since it was updated), so they are read whatever they hold; `hsh index "
+                  f"refresh {desc.name}` or a running `hsh follow` indexes them", highlight=False)
     if data["unregistered_partition_folders"]:
         out.print(f"hint: {data['unregistered_partition_folders']} partition folder(s) under the table hold files "
                   f"but are not registered, so they are not part of the table; `hsh sync {desc.name}` adds them",

@@ -302,6 +302,11 @@ def _describe(args: argparse.Namespace) -> int:
         if key == "statistics":
             shown[key] = published_line(value)
             continue
+        if key == "unindexed_files":  # the index's lag: files every query reads until it catches up
+            shown[key] = value["count"] if not value["count"] else (
+                f"{value['count']} ({value['bytes']} bytes), the oldest modified {value['oldest_age_seconds']} s "
+                f"ago: {', '.join(value['files'][:3])}{', …' if value['count'] > 3 else ''}")
+            continue
         if key != "unreadable_files":
             shown[key] = value
             continue

@@ -109,12 +109,35 @@ def _index_info(location: str, partition_keys: list[str], conf: dict[str, str]) 
         "index_version": snapshot.version,
         "index_files": snapshot.table.num_rows,
         "index_files_without_stats": snapshot.table.num_rows - errors,
+        "unindexed_files": unindexed_files(files, snapshot.table),
         "unreadable_files": unreadable_files(snapshot.table),
         # what a query reads of the index: the snapshot, of which filters only for the columns its leaves name
         "index_bytes": index_bytes,
         "index_bytes_per_file": round(index_bytes / snapshot.table.num_rows, 1) if snapshot.table.num_rows else 0,
         "membership": membership_sizes(snapshot.table),
     }
+
+
+def unindexed_files(files: Any, index: pa.Table, *, limit: int = 20) -> dict[str, Any]:
+    """The table's visible files the index has no trusted row for (new, or changed since indexed): their count,
+    bytes, a sample and the age of the oldest -- how far behind the index is. They are read by every query."""
+    import numpy as np
+
+    from storage_handler.input_format import attach_index
+    from storage_handler.stats.columns import SIZE, VERSION_TAG
+
+    listing = pa.table({PATH: files.paths, SIZE: pa.array(files.sizes, pa.int64()),
+                        MODIFICATION_TIME: pa.array(files.mtimes, pa.int64()), VERSION_TAG: files.versions})
+    _, fresh = attach_index(listing, index)
+    lagging = np.flatnonzero(~fresh.to_numpy(zero_copy_only=False))
+    if not len(lagging):
+        return {"count": 0, "bytes": 0, "oldest_age_seconds": None, "files": []}
+    mtimes = np.asarray(files.mtimes)[lagging]
+    oldest = int(mtimes.min())
+    order = lagging[np.argsort(mtimes, kind="stable")][:limit]
+    return {"count": int(len(lagging)), "bytes": int(np.asarray(files.sizes)[lagging].sum()),
+            "oldest_age_seconds": round(max(0.0, time.time() - oldest / 1000), 1),
+            "files": [files.paths[int(i)].as_py() for i in order]}
 
 
 #: how many unreadable files ``hsh describe --json`` lists one by one (the count is always exact)

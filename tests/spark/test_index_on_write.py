@@ -11,6 +11,7 @@ could fail).
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,7 +152,9 @@ def test_a_failed_write_indexes_nothing(spark, events) -> None:  # noqa: ANN001
     assert coverage(root, ["dt"])[2] == version
 
 
-def test_turned_off_the_new_files_stay_unindexed(spark, events) -> None:  # noqa: ANN001
+def test_turned_off_the_new_files_stay_unindexed_and_the_lag_shows(spark, events, metastore_uri) -> None:  # noqa: ANN001
+    from storage_handler.spark import last_scan_metrics
+
     name, root = events
     spark.conf.set("spark.hsh.indexOnWrite", "false")
     try:
@@ -161,8 +164,19 @@ def test_turned_off_the_new_files_stay_unindexed(spark, events) -> None:  # noqa
         spark.conf.unset("spark.hsh.indexOnWrite")
     missing, _, _ = coverage(root, ["dt"])
     assert missing and all(p.startswith("dt=2024-07-01/") for p in missing)
-    # still read: an unindexed file is kept by every query
-    assert spark.sql(f"SELECT count(*) FROM {name} WHERE dt = '2024-07-01'").collect()[0][0] == 40
+    # still read: an unindexed file is kept by every query, and the scan says why
+    assert spark.sql(f"SELECT count(*) FROM {name} WHERE dt = '2024-07-01' AND event_id = 1").collect()[0][0] == 1
+    metrics = last_scan_metrics(name)
+    assert metrics["files_kept_unindexed"] == len(missing) == metrics["files_kept"], metrics
+    assert metrics["bytes_kept_unindexed"] == sum((root / p).stat().st_size for p in missing)
+    described = json.loads(run_hsh("describe", name, "--json", "--metastore", metastore_uri).stdout)
+    lag = described["unindexed_files"]
+    assert (lag["count"], set(lag["files"])) == (len(missing), missing) and lag["oldest_age_seconds"] >= 0
+    assert run_hsh("index", "refresh", name, "--metastore", metastore_uri).returncode == 0
+    assert json.loads(run_hsh("describe", name, "--json", "--metastore", metastore_uri).stdout)[
+        "unindexed_files"]["count"] == 0
+    spark.sql(f"SELECT count(*) FROM {name} WHERE dt = '2024-07-01' AND event_id = 1").collect()
+    assert last_scan_metrics(name)["files_kept_unindexed"] == 0
 
 
 def test_without_observation_the_static_prefix_is_listed(spark, events) -> None:  # noqa: ANN001
