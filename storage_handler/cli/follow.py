@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.markup import escape
@@ -54,7 +54,7 @@ def add_commands(sub: Any) -> None:
 def _follow(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
-    from storage_handler.freshness.follower import Event, Follower, FollowOptions, check_tables
+    from storage_handler.freshness.follower import Event, Follower, FollowOptions
     from storage_handler.freshness.stamps import exclusive
     from storage_handler.home import state_home
 
@@ -76,7 +76,7 @@ def _follow(args: argparse.Namespace) -> int:
     emit = _printer(args.json, incidents if args.once else None)
     uri = metastore_uri(args)
     with exclusive(state), MetastoreClient(uri, retries=2, max_backoff=2.0) as client:
-        check_tables(client, names, databases)
+        _check(client, names, databases)
         follower = Follower(client, options, state, emit, tables=names, discover=bool(databases) or not names,
                             databases=databases)
         if args.once:
@@ -94,6 +94,21 @@ def _follow(args: argparse.Namespace) -> int:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     return 0
+
+
+def _check(client: Any, tables: Sequence[Any], databases: Sequence[str]) -> None:
+    """Refuse, before following anything, a named database or table that does not exist or a table that is not
+    registered."""
+    from storage_handler.contract import PARAM_HANDLER
+    from storage_handler.freshness.follower import NotRegisteredError
+
+    for db in databases:
+        client.get_database(db)
+    for name in tables:
+        found = client.get_table(name.database, name.table)
+        if PARAM_HANDLER not in (found.parameters or {}):
+            raise NotRegisteredError(f"table {name} is not registered with the handler (no {PARAM_HANDLER} "
+                                     f"parameter): `hsh register {name} <path>` first, or leave it out")
 
 
 def _printer(as_json: bool, incidents: list[Any] | None) -> Callable[[Any], None]:

@@ -16,8 +16,9 @@ to be looked at either way; events would only spare the partition-name call belo
    changed folders and the racy ones, with the dropped partitions' folders in its scope but nothing listed for them
    (an empty scope): their rows leave the index in the same commit. Their folders are not listed: dropping a
    partition of an external table keeps its files, which no query reads any more.
-5. If that committed, the index is published as the metastore's statistics (``publish_statistics``); then the
-   position (:class:`~.stamps.Position`) is saved.
+5. The position (:class:`~.stamps.Position`) is saved and the update logged; then, if it committed, the index is
+   published as the metastore's statistics (``publish_statistics``: ~1.5 s at 2,000 partitions, against 30 ms for
+   the commit, after which queries already prune). A publish a crash interrupted is finished after the restart.
 
 Every ``sweep_seconds`` (and for a table seen for the first time) a table is **swept**: its partitions' locations
 are read again and every folder is listed, which catches what stamps cannot see (a file rewritten in place, a
@@ -45,7 +46,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,7 @@ from storage_handler.freshness.scoped import IndexedTable, ScopedUpdate, list_sc
 from storage_handler.freshness.stamps import (
     RACY_MS,
     UNKNOWN,
+    UNPUBLISHED,
     FolderSeen,
     Position,
     Stamp,
@@ -186,7 +188,7 @@ class Follower:
         updates: list[TableUpdate] = []
         try:
             if self.discover and self._polls % max(1, self.options.rescan_polls) == 0:
-                self._discover_guarded()
+                self._discover()
             self._polls += 1
             for name in list(self.tables):
                 if stop is not None and stop.is_set():
@@ -244,28 +246,27 @@ class Follower:
                             {"failures": health.failures, "seconds": round(down, 3)}))
 
     # ------------------------------------------------------------------ which tables
-    def _discover_guarded(self) -> None:
+    def _discover(self) -> None:
+        """Every table in the metastore carrying the handler's parameter (one call per database, one per 100
+        tables); tables that appeared are followed, tables that vanished forgotten, one line each. A failure
+        other than the metastore's is an incident; the tables followed so far go on, and it is tried again at
+        the next rescan."""
+        found: set[TableName] = set()
         try:
-            self._discover()
+            for db in self.databases or self.client.get_all_databases():
+                names = self.client.get_tables(db)
+                for start in range(0, len(names), DISCOVERY_BATCH):
+                    objects = self.client.raw(f"tables of database {db!r}",
+                                              _objects_by_name(db, list(names[start:start + DISCOVERY_BATCH])),
+                                              idempotent=True)
+                    found.update(TableName(db, t.tableName.lower()) for t in objects
+                                 if PARAM_HANDLER in (t.parameters or {}))
         except MetastoreUnavailableError:
             raise
-        except Exception as e:  # noqa: BLE001 - the tables already followed go on; retried at the next rescan
+        except Exception as e:  # noqa: BLE001
             self._failed("discovery", e)
             return
         self._succeeded("discovery")
-
-    def _discover(self) -> None:
-        """Every table in the metastore carrying the handler's parameter (one call per database, one per 100
-        tables); tables that appeared are followed, tables that vanished forgotten, one line each."""
-        found: set[TableName] = set()
-        for db in self.databases or self.client.get_all_databases():
-            names = self.client.get_tables(db)
-            for start in range(0, len(names), DISCOVERY_BATCH):
-                objects = self.client.raw(f"tables of database {db!r}",
-                                          _objects_by_name(db, list(names[start:start + DISCOVERY_BATCH])),
-                                          idempotent=True)
-                found.update(TableName(db, t.tableName.lower()) for t in objects
-                             if PARAM_HANDLER in (t.parameters or {}))
         before, after = set(self.tables), found | set(self.explicit)
         for name in sorted(after - before, key=str):
             self.emit(Event("watch", str(name), f"{name}: following"))
@@ -313,15 +314,17 @@ class Follower:
         dropped = {n: s for n, s in known.items()
                    if (n not in locations or s.location != locations[n]) and s.location not in in_use}
         if not changed and not dropped:
+            if position is not None:
+                self._publish(name, position)  # one a crash interrupted
             return None
         started = time.perf_counter()
+        before = position if position is not None else Position(key, desc.location)
+        if before.published != UNPUBLISHED:  # an update may commit: its statistics are owed, even after a crash
+            self._positions[key] = replace(before, published=UNPUBLISHED)
+            save_position(self.state_dir, self._positions[key])
         updates, files = _apply(table, [live[n] for n in changed], list(dropped.values()))
         committed = [u for u in updates if not u.diff.is_empty]
         version = updates[-1].version if updates else (position.index_version if position else None)
-        if committed:
-            report = publish_statistics(self.client, name)
-            if report.warning():
-                self.emit(Event("warning", key, report.warning() or ""))
         newest = newest_by_folder(files)
         folders = {n: s for n, s in known.items() if n in locations and n not in changed}
         for n in changed:
@@ -329,14 +332,31 @@ class Follower:
             folders[n] = FolderSeen(locations[n], stamp.value, stamp.changed_ms, seen_ms,
                                     newest.get(folder_prefix(desc.location, locations[n])))
         swept = now_ms if sweep else (position.swept_ms if position is not None else now_ms)
-        fresh = Position(key, desc.location, folders, swept, version)
+        # owed if this update (or one a crash interrupted) committed; else the committer's (a refresh, a write)
+        owed = committed or (position is not None and position.published == UNPUBLISHED)
+        fresh = Position(key, desc.location, folders, swept, version, UNPUBLISHED if owed else version)
         if fresh != position:
             save_position(self.state_dir, fresh)  # only now: the commit it describes has succeeded
         self._positions[key] = fresh
-        if not committed:
-            return None
-        return self._report(key, changed, sorted(dropped), committed, files, version,
-                            time.perf_counter() - started, sweep)
+        update = None
+        if committed:
+            update = self._report(key, changed, sorted(dropped), committed, files, version,
+                                  time.perf_counter() - started, sweep)
+        self._publish(name, fresh)
+        return update
+
+    def _publish(self, name: TableName, position: Position) -> None:
+        """Publish the index as the metastore's statistics when the follower committed a version whose statistics
+        are not published yet. After the update's line: at 2,000 partitions the publish takes ~1.5 s here, the
+        commit 30 ms, and queries prune by the index as soon as it is committed."""
+        if position.published != UNPUBLISHED:
+            return
+        report = publish_statistics(self.client, name)
+        if report.warning():
+            self.emit(Event("warning", str(name), report.warning() or ""))
+        done = replace(position, published=position.index_version)
+        save_position(self.state_dir, done)
+        self._positions[str(name)] = done
 
     def _live(self, name: TableName, keys: Sequence[str], location: str, known: Mapping[str, FolderSeen],
               sweep: bool) -> dict[str, Partition | None]:
@@ -420,18 +440,6 @@ def _objects_by_name(db: str, names: list[str]) -> Callable[[Any], list[Any]]:
         return list(thrift.get_table_objects_by_name(db, names))
 
     return call
-
-
-def check_tables(client: MetastoreClient, tables: Sequence[TableName], databases: Sequence[str] = ()) -> None:
-    """Refuse, before following anything, a named database or table that does not exist or a table that is not
-    registered."""
-    for db in databases:
-        client.get_database(db)
-    for name in tables:
-        found = client.get_table(name.database, name.table)
-        if PARAM_HANDLER not in (found.parameters or {}):
-            raise NotRegisteredError(f"table {name} is not registered with the handler (no {PARAM_HANDLER} "
-                                     f"parameter): `hsh register {name} <path>` first, or leave it out")
 
 
 def _names(names: Sequence[str]) -> str:

@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 RACY_MS = 2_000
 FORMAT = 1  # of the position file; another number is read as no position (one full listing)
 UNKNOWN = ""  # a stamp not taken (an object store folder between its listings): differs from every real one
+UNPUBLISHED = -1  # Position.published while an update may have committed a version whose statistics are owed
 
 
 class FollowerRunningError(ConfigurationError):
@@ -113,17 +114,20 @@ class FolderSeen:
 class Position:
     """What the follower has made one table's index cover (see the module docstring). ``folders`` is keyed by
     partition name (``""`` for an unpartitioned table); ``swept_ms`` is when every folder was last listed;
-    ``index_version`` the index version that position was reached at (for the log)."""
+    ``index_version`` the index version that position was reached at; ``published`` the version whose statistics
+    are known to be published, or :data:`UNPUBLISHED` from just before an update that may commit until its
+    statistics are published (so a follower killed in between publishes them when it restarts)."""
 
     table: str
     location: str
     folders: Mapping[str, FolderSeen] = field(default_factory=dict)
     swept_ms: int = 0
     index_version: int | None = None
+    published: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "table": self.table, "location": self.location, "swept_ms": self.swept_ms,
-                "index_version": self.index_version,
+                "index_version": self.index_version, "published": self.published,
                 "folders": {name: seen.as_json() for name, seen in sorted(self.folders.items())}}
 
     @classmethod
@@ -132,7 +136,8 @@ class Position:
             raise ValueError(f"position format {data.get('format')!r}, expected {FORMAT}")
         return cls(str(data["table"]), str(data["location"]),
                    {str(k): FolderSeen.from_json(v) for k, v in dict(data["folders"]).items()},
-                   int(data.get("swept_ms") or 0), _int_or_none(data.get("index_version")))
+                   int(data.get("swept_ms") or 0), _int_or_none(data.get("index_version")),
+                   _int_or_none(data.get("published")))
 
 
 def position_file(folder: Path, table: str) -> Path:

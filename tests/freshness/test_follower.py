@@ -373,6 +373,8 @@ def test_a_follower_killed_in_its_commit_converges_on_restart(metastore_uri: str
     follow_once(metastore_uri, home, name)
     followed = rows(str(root))
     assert followed == on_disk(root)
+    [part] = hms.get_partitions_by_names(tn.database, tn.table, ["dt=4"])  # its statistics were published
+    assert json.loads(part.parameters["hsh.stats"])["index"] == load(str(root)).version
     refresh = run_hsh("index", "refresh", name, "--json", "--metastore", metastore_uri)
     assert refresh.returncode == 0, refresh.stderr
     done = json.loads(refresh.stdout)
