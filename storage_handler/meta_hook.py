@@ -117,10 +117,11 @@ class IndexMetaHook:
         keys = [k for k, _ in desc.partition_keys]
         options = StatsOptions.for_table(desc.parameters)
         options.membership.check(desc.name, desc.columns)  # bloom / value-list columns must exist and fit
+        conf = s3a_settings(desc.parameters)
+        before = load_index(self._root(desc), conf=conf)  # before listing: rows others commit meanwhile are kept
         version, diff = update_index(
             self._root(desc), desc.columns, self._files(desc, keys), partition_columns=keys,
-            options=options, progress=self.progress, conf=s3a_settings(desc.parameters), engine=self.engine,
-            seed=self.seed,
+            options=options, progress=self.progress, conf=conf, engine=self.engine, seed=self.seed, before=before,
         )
         self.last_diff = diff
         return int(version or 0)

@@ -30,8 +30,8 @@ from storage_handler.stats.files.diff import FileDiff
 from storage_handler.stats.files.file_list import FileList
 from storage_handler.stats.index.file_stats import StatsOptions
 from storage_handler.stats.index.layout import options_of
-from storage_handler.stats.index.store import IndexSnapshot
-from storage_handler.stats.refresh import commit_with_retry, refresh_index
+from storage_handler.stats.index.store import IndexSnapshot, load
+from storage_handler.stats.refresh import carry_newer, commit_with_retry, refresh_index
 from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
 
@@ -87,14 +87,20 @@ def list_scope(table: IndexedTable, partitions: Sequence[Partition] | None) -> t
 
 
 def update_partitions(table: IndexedTable, partitions: Sequence[Partition] | None, *, attempts: int = 10,
-                      listed: tuple[FileList, list[str] | None] | None = None) -> ScopedUpdate:
+                      listed: tuple[FileList, list[str] | None] | None = None,
+                      before: IndexSnapshot | None | str = "load") -> ScopedUpdate:
     """Index exactly the files of ``partitions`` (None: an unpartitioned table), leaving every other row as is.
 
     ``listed``: the scope's listing when the caller already made it (:func:`list_scope`); it must have been taken
-    after whatever the caller wants covered. Creates the index when there is none (the rest of the table is then
-    simply unindexed, and kept by every query, until a refresh).
+    after whatever the caller wants covered, and ``before`` should then be the index as loaded before that
+    listing (rows another indexer commits after it are kept: :func:`~storage_handler.stats.refresh.carry_newer`).
+    Creates the index when there is none (the rest of the table is then simply unindexed, and kept by every
+    query, until a refresh).
     """
     started = time.perf_counter()
+    if isinstance(before, str):
+        before = load(table.location, conf=table.conf)
+    base_paths = before.table.column(PATH) if before is not None else None
     files, prefixes = listed if listed is not None else list_scope(table, partitions)
     diffs: list[FileDiff] = []
 
@@ -111,7 +117,9 @@ def update_partitions(table: IndexedTable, partitions: Sequence[Partition] | Non
         fresh, diff = refresh_index(table.location, snapshot.columns, files, scoped,
                                     options=options_of(index.schema), conf=table.conf)
         diffs.append(diff)
-        if diff.is_empty:
+        if before is None or snapshot.version != before.version:
+            fresh = carry_newer(fresh, scoped, base_paths, files.paths)
+        if diff.is_empty and fresh.num_rows == scoped.num_rows:
             return None
         outside = index.filter(pc.invert(inside))
         merged = pa.concat_tables([outside.cast(fresh.schema), fresh]) if outside.num_rows else fresh

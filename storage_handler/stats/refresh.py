@@ -4,6 +4,12 @@ Why: other writers add and delete files behind the index's back. A refresh compa
 index by path, size, modification time and version tag, re-reads the footers of new or changed files (and of files whose footer
 could not be read last time), drops rows of files gone from storage, and commits the result optimistically; a
 conflicting commit is retried on top of the winner's version, so concurrent refreshes never lose an entry.
+
+Racing indexers (a refresh, a write's commit hook, the follower) each list storage once and may commit after
+another committed rows for files their own listing is too old to show. :func:`carry_newer` keeps those rows: a
+row that is neither in the listing nor in the index as it was *before* the listing was taken was committed by
+someone who saw a newer storage, so an older listing cannot judge it (no clock is compared: a file renamed into
+place keeps the mtime of its writing).
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from storage_handler.stats.columns import PATH
+from storage_handler.stats.columns import MODIFICATION_TIME, PATH
 from storage_handler.stats.engines.local import FooterEngine, FooterJob, LocalEngine, ProgressCallback
-from storage_handler.stats.files.diff import FileDiff, compare
+from storage_handler.stats.files.diff import FileDiff, compare, index_rows
 from storage_handler.stats.files.file_list import FileList
 from storage_handler.stats.files.walk import DataFile, list_data_files
 from storage_handler.stats.index.file_stats import StatsOptions
@@ -147,12 +154,18 @@ def update_index(
     conf: Mapping[str, str] | None = None,
     engine: FooterEngine | None = None,
     seed: pa.Table | None = None,
+    before: IndexSnapshot | None | str = "load",
 ) -> tuple[int | None, FileDiff]:
     """Refresh the committed index against ``files`` (default: ``list_data_files``) and commit if anything changed.
 
     Creates the index when there is none. Returns (current version, the diff of the attempt that won). ``conf``
-    carries the table's ``fs.s3a.*`` settings for object stores.
+    carries the table's ``fs.s3a.*`` settings for object stores. ``before``: the index as it was before ``files``
+    were listed (see :func:`carry_newer`); ``"load"`` loads it here, which is before the listing when ``files``
+    is None (a caller that lists itself should load it first and pass it).
     """
+    if isinstance(before, str):
+        before = load(table_location, conf=conf)
+    base_paths = before.table.column(PATH) if before is not None else None
     file_list = (
         list_data_files(table_location, partition_columns, storage_for(table_location, conf)) if files is None
         else FileList.of(files)
@@ -165,9 +178,43 @@ def update_index(
             progress=progress, conf=conf, engine=engine, seed=seed,
         )
         diffs.append(diff)
+        if snapshot is not None and (before is None or snapshot.version != before.version):
+            table = carry_newer(table, snapshot.table, base_paths, file_list.paths)
         if snapshot is not None and (diff.is_empty or table.equals(snapshot.table, check_metadata=True)):
             return None  # nothing new (e.g. only still-unreadable files were retried): no new version
         return table
 
     version = commit_with_retry(table_location, update, attempts=attempts, keep=keep, conf=conf)
     return version, diffs[-1]
+
+
+def carry_newer(table: pa.Table, current: pa.Table, base_paths: pa.ChunkedArray | pa.Array | None,
+                listed: pa.ChunkedArray | pa.Array) -> pa.Table:
+    """``table`` (computed from a listing of ``listed`` paths) with what another indexer committed after that
+    listing, from ``current`` (the index now):
+
+    * rows whose path is neither listed nor in ``base_paths`` (the index before the listing; None: there was
+      none): files that appeared after the listing;
+    * rows newer than ``table``'s row for the same path (a later modification time): the file was rewritten, or
+      still being written, when it was listed, and the other indexer saw it later.
+
+    See the module docstring. Rows of another shape (the columns changed meanwhile) are not carried: their files
+    are then simply unindexed until the next refresh.
+    """
+    if not current.num_rows or not current.schema.equals(table.schema):
+        return table
+    arrays = [*_chunks(listed), *([] if base_paths is None else _chunks(base_paths))]
+    known = pa.concat_arrays([a.cast(pa.string()) for a in arrays]) if arrays else pa.array([], pa.string())
+    appeared = pc.invert(pc.is_in(current.column(PATH), value_set=known))
+    positions, _ = index_rows(table.column(PATH), current.column(PATH))
+    later = pc.fill_null(pc.greater(pc.take(current.column(MODIFICATION_TIME), positions),
+                                    table.column(MODIFICATION_TIME)), False)
+    if not pc.any(appeared).as_py() and not pc.any(later).as_py():
+        return table
+    parts = [table.filter(pc.invert(later)), current.take(pc.filter(positions, later)), current.filter(appeared)]
+    merged = pa.concat_tables(parts).sort_by(PATH)
+    return merged.replace_schema_metadata(table.schema.metadata)
+
+
+def _chunks(values: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
+    return list(values.chunks) if isinstance(values, pa.ChunkedArray) else [values]

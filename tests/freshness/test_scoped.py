@@ -31,8 +31,11 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "rewrite", "delete"]), st.integ
 
 
 def _write(path: Path, rows: int) -> None:
+    """As engines write: a hidden temporary name, then a rename, so no listing sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"x": pa.array(range(rows), pa.int64())}), path)
+    temporary = path.with_name(f".{path.name}.tmp")
+    pq.write_table(pa.table({"x": pa.array(range(rows), pa.int64())}), temporary)
+    temporary.rename(path)
 
 
 def _rows(index: pa.Table) -> set[tuple]:
@@ -98,3 +101,73 @@ def test_the_index_keeps_its_own_columns_whatever_the_caller_says(tmp_path: Path
     update_partitions(wider, [_partition(root, 1)])
     index = load(str(root))
     assert [n for n, _ in index.columns] == ["x"] and index.table.num_rows == 2
+
+
+def test_an_older_listing_never_drops_rows_another_indexer_committed_after_it(tmp_path: Path) -> None:
+    """The race, step by step: a full refresh lists, a write's scoped update commits a new file, then the
+    refresh commits from its older listing -- the new row stays (and the other way round)."""
+    from storage_handler.stats.refresh import update_index
+
+    root = tmp_path / "race"
+    for p in range(2):
+        _write(root / f"p={p}" / "a.parquet", 3)
+    table = IndexedTable("db.race", str(root), COLUMNS, KEYS)
+    update_partitions(table, [_partition(root, 0), _partition(root, 1)])
+
+    before, listing = load(str(root)), list_data_files(str(root), list(KEYS))  # the refresh lists ...
+    _write(root / "p=1" / "new.parquet", 4)
+    update_partitions(table, [_partition(root, 1)])  # ... a write is indexed at commit ...
+    update_index(str(root), COLUMNS, listing, partition_columns=list(KEYS), before=before)  # ... refresh commits
+    assert "p=1/new.parquet" in load(str(root)).table[PATH].to_pylist()
+
+    (root / "p=0" / "a.parquet").unlink()  # a deletion is still seen by a listing taken after it
+    update_index(str(root), COLUMNS, partition_columns=list(KEYS))
+    assert sorted(load(str(root)).table[PATH].to_pylist()) == ["p=1/a.parquet", "p=1/new.parquet"]
+
+
+def test_writes_indexed_at_commit_survive_concurrent_full_refreshes(tmp_path: Path) -> None:
+    """Threads: writers each add files and index their partition (as the commit hook does), while full refreshes
+    run in a loop. With nothing indexing after the race, every written file has its current row."""
+    import threading
+
+    from storage_handler.stats.refresh import update_index
+
+    root = tmp_path / "stress"
+    for p in range(4):
+        _write(root / f"p={p}" / "seed.parquet", 2)
+    table = IndexedTable("db.stress", str(root), COLUMNS, KEYS)
+    update_partitions(table, [_partition(root, p) for p in range(4)])
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer(p: int) -> None:
+        try:
+            for i in range(6):
+                _write(root / f"p={p}" / f"w{i}.parquet", 1 + i)
+                update_partitions(table, [_partition(root, p)], attempts=50)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def refresher() -> None:
+        try:
+            while not done.is_set():
+                update_index(str(root), COLUMNS, partition_columns=list(KEYS), attempts=50)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    writers = [threading.Thread(target=writer, args=(p,)) for p in range(4)]
+    refreshers = [threading.Thread(target=refresher) for _ in range(2)]
+    for t in writers + refreshers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    for t in refreshers:
+        t.join()
+    assert not errors, errors
+    files = list_data_files(str(root), list(KEYS))
+    on_disk = set(zip(files.paths.to_pylist(), map(int, files.sizes), map(int, files.mtimes),
+                      files.versions.to_pylist(), strict=True))
+    index = load(str(root)).table
+    rows = set(zip(*(index[c].to_pylist() for c in ROW[:4]), strict=True))
+    assert on_disk <= rows and len(on_disk) == 4 * 7
