@@ -218,6 +218,21 @@ def publish_statistics(client: MetastoreClient, name: TableName, *, choice: Stat
     return publish(client, plan, choice, lock=lock, report=report)
 
 
+def keep_published(client: MetastoreClient, name: TableName) -> StatisticsReport:
+    """What indexers that run after writes (the commit hook, ``hsh follow``) do: keep the published statistics
+    true where ``register`` / ``sync`` published them (the table carries our marker), and otherwise publish
+    nothing -- a table registered with ``--no-stats`` does not get every partition's statistics written (at
+    ~12 ms of metastore time each) behind its owner's back; only statistics whose files changed are marked stale.
+    """
+    try:
+        ours = MARKER in (client.get_table(name.database, name.table).parameters or {})
+    except StorageHandlerError as e:
+        report = StatisticsReport(str(name))
+        report.failed(f"table {name}", str(e))
+        return report
+    return publish_statistics(client, name, choice=PUBLISH if ours else StatisticsChoice(publish=False))
+
+
 def publish(client: MetastoreClient, plan: StatisticsPlan, choice: StatisticsChoice = PUBLISH, *,
             fresh: Mapping[str, str] | None = None, lock: bool = True,
             report: StatisticsReport | None = None) -> StatisticsReport:

@@ -121,10 +121,10 @@ def index_written_files(request: dict[str, Any],
 def _publish_statistics(metastore_uri: str, table: str) -> None:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
-    from storage_handler.registration.statistics import publish_statistics
+    from storage_handler.registration.statistics import keep_published
 
     with MetastoreClient(metastore_uri) as client:
-        report = publish_statistics(client, parse_table_name(table))
+        report = keep_published(client, parse_table_name(table))
     if report.warning():
         log.warning("hsh: %s", report.warning())
 

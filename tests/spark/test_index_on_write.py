@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,12 +78,18 @@ def _assert_current(root: Path, keys: list[str], spark, name: str) -> None:  # n
     assert spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0] == on_disk
 
 
-def test_insert_into_a_new_static_partition(spark, events, write_path) -> None:  # noqa: ANN001
+def test_insert_into_a_new_static_partition(spark, events, write_path, hms) -> None:  # noqa: ANN001
     name, root = events
     spark.sql(f"INSERT INTO {name} PARTITION (dt='2024-02-01') SELECT event_id + 1000, user_id, kind, amount, "
               f"score, ok, ts, day FROM {name} WHERE dt = '2024-01-01'")
     _assert_current(root, ["dt"], spark, name)
     assert any(p.startswith("dt=2024-02-01/") for p in load(str(root)).table[PATH].to_pylist())
+    # the published statistics follow, just after the statement returned (issue 27)
+    rows = str(sum(pq.read_metadata(root / p).num_rows for p in list_data_files(str(root), ["dt"]).paths.to_pylist()))
+    deadline = time.monotonic() + 60
+    while hms.get_table(*name.split(".")).parameters.get("numRows") != rows and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert hms.get_table(*name.split(".")).parameters.get("numRows") == rows
 
 
 def test_dynamic_insert_into_existing_and_new_partitions(spark, events, write_path) -> None:  # noqa: ANN001
