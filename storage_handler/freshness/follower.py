@@ -301,8 +301,7 @@ class Follower:
         now_ms = _now_ms()
         sweep = position is None or now_ms - position.swept_ms >= self.options.sweep_seconds * 1000
         known = position.folders if position is not None else {}
-        live = self._live(name, keys, desc.location, known, sweep)
-        locations = {n: (p.location if p is not None else desc.location) for n, p in live.items()}
+        locations, fetched = self._live(name, keys, desc.location, known, sweep)
         listing = sweep or now_ms - self._listed_ms.get(key, 0) >= self.options.listing_seconds * 1000
         seen_ms = _now_ms()  # before the stamps, which are before the listing
         stamps = stamp_folders(desc.location, locations, conf, remote=listing)
@@ -322,7 +321,9 @@ class Follower:
         if before.published != UNPUBLISHED:  # an update may commit: its statistics are owed, even after a crash
             self._positions[key] = replace(before, published=UNPUBLISHED)
             save_position(self.state_dir, self._positions[key])
-        updates, files = _apply(table, [live[n] for n in changed], list(dropped.values()))
+        parts = [fetched.get(n) or Partition(n, parse_partition_name(n, keys, key), locations[n])
+                 for n in changed if keys]
+        updates, files = _apply(table, parts, list(dropped.values()))
         committed = [u for u in updates if not u.diff.is_empty]
         version = updates[-1].version if updates else (position.index_version if position else None)
         newest = newest_by_folder(files)
@@ -359,22 +360,19 @@ class Follower:
         self._positions[str(name)] = done
 
     def _live(self, name: TableName, keys: Sequence[str], location: str, known: Mapping[str, FolderSeen],
-              sweep: bool) -> dict[str, Partition | None]:
-        """The registered partitions by name (``{"": None}`` for an unpartitioned table); locations fetched for
-        new names (all names when sweeping), taken from the position for the others."""
+              sweep: bool) -> tuple[dict[str, str], dict[str, Partition]]:
+        """The registered partitions' folders by name (``{"": location}`` for an unpartitioned table), and the
+        partitions whose locations were fetched: new names (all names when sweeping); the position knows the
+        others' folders (no Python object per partition and poll beyond its name)."""
         if not keys:
-            return {"": None}
+            return {"": location}, {}
         names = self.client.get_partition_names(name.database, name.table)
         fetch = names if sweep else [n for n in names if n not in known]
         source = MetastorePartitions.using(self.client, name.database, name.table, keys)
         fetched = {p.name: p for p in source.by_names(fetch)} if fetch else {}
-        live: dict[str, Partition | None] = {}
-        for n in names:
-            if n in fetched:
-                live[n] = fetched[n]
-            elif n in known and not sweep:
-                live[n] = Partition(n, parse_partition_name(n, keys, str(name)), known[n].location)
-        return live
+        locations = {n: fetched[n].location if n in fetched else known[n].location for n in names
+                     if n in fetched or (n in known and not sweep)}
+        return locations, fetched
 
     def _report(self, key: str, changed: Sequence[str], dropped: Sequence[str], updates: Sequence[ScopedUpdate],
                 files: FileList, version: int | None, seconds: float, sweep: bool) -> TableUpdate:
@@ -398,7 +396,7 @@ class Follower:
         return update
 
 
-def _apply(table: IndexedTable, changed: Sequence[Partition | None],
+def _apply(table: IndexedTable, changed: Sequence[Partition],
            dropped: Sequence[FolderSeen]) -> tuple[list[ScopedUpdate], FileList]:
     """The scoped update(s) of one poll and the files they listed: one commit for the changed partitions and the
     dropped ones' (empty) scopes; a partition registered at the table folder itself, whose rows no prefix selects,
@@ -406,9 +404,8 @@ def _apply(table: IndexedTable, changed: Sequence[Partition | None],
     if not table.partition_keys:
         listed = list_scope(table, None)
         return [update_partitions(table, None, listed=listed)], listed[0]
-    parts = [p for p in changed if p is not None]
-    under = [p for p in parts if folder_prefix(table.location, p.location)]
-    at_root = [p for p in parts if not folder_prefix(table.location, p.location)]
+    under = [p for p in changed if folder_prefix(table.location, p.location)]
+    at_root = [p for p in changed if not folder_prefix(table.location, p.location)]
     gone = {folder_prefix(table.location, s.location) for s in dropped}
     updates: list[ScopedUpdate] = []
     listings: list[FileList] = []

@@ -108,6 +108,8 @@ class Model:
             self.hms.add_partitions(self.name.database, self.name.table,
                                     [build_partition(table, [str(k)], str(self.folder(k)))])
             self.aged(self.folder(k))
+            # a folder registered again (dropped with its files kept): its files are the table's again
+            self.touched.update(f"p={k}/{f.name}" for f in self.files(k))
         elif kind == "drop_partition" and k in self.registered():
             self.hms.drop_partitions(self.name.database, self.name.table, [f"p={k}"])
             if op[2]:
