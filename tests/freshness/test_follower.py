@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from metastore.names import parse_table_name
+from storage_handler.errors import MetastoreUnavailableError
 from storage_handler.freshness.follower import Event, Follower, FollowOptions
 from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.registration.table_spec import build_partition
@@ -299,6 +300,54 @@ def test_one_failing_table_does_not_stop_the_others(hms: Any, tmp_path: Path) ->
     assert [e.kind for e in events if e.table == bad] == ["incident", "update", "recovered"]
 
 
+class FlakyMetastore:
+    """The test's metastore client, unreachable while ``down`` is set (as a metastore that went away)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.down = client, False
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.client, name)
+        if not self.down or not callable(real):
+            return real
+
+        def unavailable(*args: Any, **kwargs: Any) -> Any:
+            raise MetastoreUnavailableError("lost the connection to the Hive Metastore at thrift://test (reset)")
+
+        return unavailable
+
+
+def test_the_metastore_going_away_is_one_incident_retried_with_backoff(hms: Any, table: tuple[str, Path],
+                                                                        tmp_path: Path) -> None:
+    name, root = table
+    flaky = FlakyMetastore(hms)
+    events: list[Event] = []
+    follower = Follower(flaky, FollowOptions(interval=0.01, max_backoff=0.02),  # type: ignore[arg-type]
+                        tmp_path / "home" / "follow", events.append, tables=[parse_table_name(name)])
+    follower.poll()
+    flaky.down = True
+    write(root / "dt=1" / "while-down.parquet", ints([5]))
+    for _ in range(3):
+        assert follower.poll() == []
+        time.sleep(0.03)  # past the backoff: the next poll tries again
+    assert [(e.kind, e.table) for e in events] == [("incident", None)] and "metastore" in events[0].message
+    flaky.down = False
+    time.sleep(0.03)
+    [update] = follower.poll()
+    assert update.added == 1 and [e.kind for e in events] == ["incident", "update", "recovered"]
+
+
+def test_once_with_a_failing_table_exits_2_with_one_line(metastore_uri: str, table: tuple[str, Path],
+                                                         tmp_path: Path) -> None:
+    name, root = table
+    for snapshot in (root / "_hsh_index" / "snapshots").glob("v*.parquet"):
+        snapshot.write_bytes(b"garbage")
+    proc = run_hsh("follow", name, "--once", "--metastore", metastore_uri, env={"HSH_HOME": str(tmp_path / "h")})
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {name}: ") and "Traceback" not in proc.stderr
+
+
 # ---------------------------------------------------------------- (d) (g): a follower running in the background
 def test_a_background_follower_catches_a_new_file_and_stops_on_sigterm(
         metastore_uri: str, table: tuple[str, Path], tmp_path: Path) -> None:
@@ -418,8 +467,10 @@ def test_bad_options_and_unknown_tables_are_one_error_line(metastore_uri: str, t
     for args, needle in ((("follow.nope_t", "--once"), "does not exist"),
                          (("a.b", "--all"), "not both"),
                          (("--interval", "0", "--once"), "--interval"),
-                         (("nodb_follow_x.*", "--once"), "does not exist")):
-        proc = run_hsh("follow", *args, "--metastore", metastore_uri, env=env)
+                         (("nodb_follow_x.*", "--once"), "does not exist"),
+                         (("--metastore", "thrift://127.0.0.1:1"), "cannot reach")):  # not retried at start
+        proc = run_hsh("follow", *args, "--metastore", metastore_uri, env=env) if "--metastore" not in args \
+            else run_hsh("follow", *args, env=env)
         assert proc.returncode == 2, (args, proc.stderr)
         [line] = proc.stderr.strip().splitlines()
         assert line.startswith("error:") and needle in line, (args, line)
