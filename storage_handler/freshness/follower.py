@@ -80,6 +80,7 @@ from storage_handler.freshness.stamps import (
     stamp_folders,
 )
 from storage_handler.registration.statistics import publish_statistics
+from storage_handler.stats import load
 from storage_handler.stats.files.file_list import FileList
 from storage_handler.stats.index.file_stats import StatsOptions
 from storage_handler.storage import s3a_settings
@@ -392,13 +393,15 @@ class Follower:
         where = _names(update.partitions) if update.partitions else ""
         if update.dropped:
             where += ("; " if where else "") + f"dropped {_names(update.dropped)}"
+        retried = sum(len(u.diff.retried) for u in updates)  # unreadable files read again, still unreadable
+        again = f", {retried} unreadable tried again" if retried else ""
         self.emit(Event("update", key, (
             f"{key}: {'sweep, ' if sweep else ''}{where + ': ' if where else ''}+{update.added} ~{update.changed} "
-            f"-{update.removed} files, index v{version}; was behind by {lag.describe(now_ms)}"), {
+            f"-{update.removed} files{again}, index v{version}; was behind by {lag.describe(now_ms)}"), {
             "partitions": list(update.partitions[:100]), "partitions_listed": len(update.partitions),
             "dropped": list(update.dropped[:100]), "added": update.added, "changed": update.changed,
-            "removed": update.removed, "version": version, "sweep": sweep, "seconds": round(seconds, 3),
-            **lag.as_dict(now_ms)}))
+            "removed": update.removed, "retried": retried, "version": version, "sweep": sweep,
+            "seconds": round(seconds, 3), **lag.as_dict(now_ms)}))
         return update
 
 
@@ -406,10 +409,12 @@ def _apply(table: IndexedTable, changed: Sequence[Partition],
            dropped: Sequence[FolderSeen]) -> tuple[list[ScopedUpdate], FileList]:
     """The scoped update(s) of one poll and the files they listed: one commit for the changed partitions and the
     dropped ones' (empty) scopes; a partition registered at the table folder itself, whose rows no prefix selects,
-    gets an update of its own (in practice never)."""
+    gets an update of its own (in practice never). The index is loaded before anything is listed, so rows another
+    indexer (a write's commit hook) commits meanwhile are kept, not dropped as files the listing did not show."""
+    before = load(table.location, conf=table.conf)
     if not table.partition_keys:
         listed = list_scope(table, None)
-        return [update_partitions(table, None, listed=listed)], listed[0]
+        return [update_partitions(table, None, listed=listed, before=before)], listed[0]
     under = [p for p in changed if folder_prefix(table.location, p.location)]
     at_root = [p for p in changed if not folder_prefix(table.location, p.location)]
     gone = {folder_prefix(table.location, s.location) for s in dropped}
@@ -418,11 +423,11 @@ def _apply(table: IndexedTable, changed: Sequence[Partition],
     if under or gone - {""}:
         files, prefixes = list_scope(table, under) if under else (FileList.empty(), [])
         scope = sorted(set(prefixes or ()) | (gone - {""}))
-        updates.append(update_partitions(table, under, listed=(files, scope)))
+        updates.append(update_partitions(table, under, listed=(files, scope), before=before))
         listings.append(files)
     if at_root or "" in gone:
         files = list_scope(table, at_root)[0] if at_root else FileList.empty()
-        updates.append(update_partitions(table, at_root, listed=(files, None)))
+        updates.append(update_partitions(table, at_root, listed=(files, None), before=before))
         listings.append(files)
     merged = listings[0] if len(listings) == 1 else sum(listings[1:], listings[0])
     return updates, merged

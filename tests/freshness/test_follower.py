@@ -300,6 +300,30 @@ def test_one_failing_table_does_not_stop_the_others(hms: Any, tmp_path: Path) ->
     assert [e.kind for e in events if e.table == bad] == ["incident", "update", "recovered"]
 
 
+def test_a_row_another_indexer_commits_while_the_follower_lists_is_kept(
+        hms: Any, table: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write's commit hook indexes a file just after the follower listed its folder: the follower's commit,
+    from the older listing, keeps that row (it loaded the index before listing)."""
+    from storage_handler.freshness import follower as module
+    from storage_handler.freshness.scoped import update_partitions
+
+    name, root = table
+    follower, _ = in_process(hms, tmp_path / "home", name)
+    follower.poll()
+    write(root / "dt=1" / "copied.parquet", ints([1]))
+    real = module.list_scope
+
+    def racing(indexed: Any, partitions: Any) -> Any:
+        listed = real(indexed, partitions)
+        write(root / "dt=1" / "inserted.parquet", ints([2]))  # a handler session's INSERT, indexed at commit
+        update_partitions(indexed, partitions)
+        return listed
+
+    monkeypatch.setattr(module, "list_scope", racing)
+    follower.poll()
+    assert rows(str(root)) == on_disk(root)  # both files, whoever indexed them
+
+
 class FlakyMetastore:
     """The test's metastore client, unreachable while ``down`` is set (as a metastore that went away)."""
 
