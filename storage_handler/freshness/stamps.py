@@ -144,6 +144,16 @@ class Position:
                    _int_or_none(data.get("published")))
 
 
+def must_list(seen: FolderSeen | None, location: str, stamp: Stamp | None, racy_ms: int = RACY_MS) -> bool:
+    """Whether a folder must be listed this poll: never listed, moved, its stamp changed, or racy. A folder
+    without a stamp this poll (an object store between its listings) is not looked at."""
+    if seen is None or seen.location != location:
+        return True
+    if stamp is None:
+        return False
+    return stamp.value != seen.stamp or seen.racy(racy_ms)
+
+
 def position_file(folder: Path, table: str) -> Path:
     return folder / f"{table}.json"
 

@@ -16,11 +16,13 @@ from storage_handler.freshness.stamps import (
     FolderSeen,
     FollowerRunningError,
     Position,
+    Stamp,
     exclusive,
     folder_prefix,
     listed_stamps,
     load_position,
     local_stamp,
+    must_list,
     newest_by_folder,
     save_position,
     stamp_folders,
@@ -144,3 +146,15 @@ def test_prefixes_and_the_newest_file_per_folder(tmp_path: Path) -> None:
     assert newest_by_folder(files) == {"dt=1/": 30, "dt=2/": 20, "": 5}
     assert newest_by_folder(FileList.empty()) == {}
 
+
+
+def test_which_folders_a_poll_lists() -> None:
+    now = 1_800_000_000_000
+    seen = FolderSeen("/t/dt=1", "1:2:3", now - 60_000, now, now - 60_000)
+    assert must_list(None, "/t/dt=1", Stamp("1:2:3"))  # never listed
+    assert must_list(seen, "/t/elsewhere", Stamp("1:2:3"))  # moved (ALTER PARTITION ... SET LOCATION)
+    assert must_list(seen, "/t/dt=1", Stamp("1:2:4"))  # changed
+    assert not must_list(seen, "/t/dt=1", Stamp("1:2:3"))
+    assert not must_list(seen, "/t/dt=1", None)  # an object-store folder between listings: not looked at
+    racy = FolderSeen("/t/dt=1", "1:2:3", now - 100, now, now - 60_000)
+    assert must_list(racy, "/t/dt=1", Stamp("1:2:3")) and not must_list(racy, "/t/dt=1", Stamp("1:2:3"), 0)
