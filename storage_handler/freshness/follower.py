@@ -17,8 +17,8 @@ to be looked at either way; events would only spare the partition-name call belo
    (an empty scope): their rows leave the index in the same commit. Their folders are not listed: dropping a
    partition of an external table keeps its files, which no query reads any more.
 5. The position (:class:`~.stamps.Position`) is saved and the update logged; then, if it committed, the index is
-   published as the metastore's statistics (``publish_statistics``: ~1 s at 2,000 partitions, against 30 ms for
-   the commit, after which queries already prune). A publish a crash interrupted is finished after the restart.
+   published as the metastore's statistics where register/sync published them (``keep_published``: ~1 s at 2,000
+   partitions, against 30 ms for the commit, after which queries already prune). A publish a crash interrupted is finished after the restart.
 
 Every ``sweep_seconds`` (and for a table seen for the first time) a table is **swept**: its partitions' locations
 are read again and every folder is listed, which catches what stamps cannot see (a file rewritten in place, a
@@ -80,7 +80,7 @@ from storage_handler.freshness.stamps import (
     save_position,
     stamp_folders,
 )
-from storage_handler.registration.statistics import publish_statistics
+from storage_handler.registration.statistics import keep_published
 from storage_handler.stats import load
 from storage_handler.stats.files.file_list import FileList
 from storage_handler.stats.index.file_stats import StatsOptions
@@ -360,7 +360,7 @@ class Follower:
         commit 30 ms, and queries prune by the index as soon as it is committed."""
         if position.published != UNPUBLISHED:
             return
-        report = publish_statistics(self.client, name)
+        report = keep_published(self.client, name)
         if report.warning():
             self.emit(Event("warning", str(name), report.warning() or ""))
         done = replace(position, published=position.index_version)

@@ -76,14 +76,16 @@ def scope_mask(paths: pa.ChunkedArray | pa.Array, prefixes: Sequence[str] | None
 
 
 def list_scope(table: IndexedTable, partitions: Sequence[Partition] | None) -> tuple[FileList, list[str] | None]:
-    """The visible files of ``partitions`` (None: the unpartitioned table's folder) and the index prefixes that
-    select their rows (None: the table folder itself)."""
+    """The visible files of ``partitions`` (None: the unpartitioned table's folder) and the folders whose index
+    rows they replace: each partition's prefix, or ``""`` for one registered at the table folder itself (None: the
+    table folder only)."""
     storage = storage_for(table.location, table.conf)
     if partitions is None:
         return list_table_files(table.location, table=table.name, storage=storage), None
     files = list_partition_files(table.location, table.partition_keys, partitions, table=table.name,
                                  storage=storage)
-    return files, index_prefixes(table.location, partitions)
+    folders = {(index_prefixes(table.location, [p]) or [""])[0] for p in partitions}
+    return files, sorted(folders)
 
 
 def update_partitions(table: IndexedTable, partitions: Sequence[Partition] | None, *, attempts: int = 10,
@@ -99,6 +101,9 @@ def update_partitions(table: IndexedTable, partitions: Sequence[Partition] | Non
     """
     started = time.perf_counter()
     if isinstance(before, str):
+        if listed is not None:
+            raise ValueError(f"table {table.name}: a scoped update given a listing needs the index as loaded "
+                             "before that listing (before=...), or rows committed meanwhile could be dropped")
         before = load(table.location, conf=table.conf)
     base_paths = before.table.column(PATH) if before is not None else None
     files, prefixes = listed if listed is not None else list_scope(table, partitions)
@@ -121,6 +126,8 @@ def update_partitions(table: IndexedTable, partitions: Sequence[Partition] | Non
             fresh = carry_newer(fresh, scoped, base_paths, files.paths)
         if diff.is_empty and fresh.num_rows == scoped.num_rows:
             return None
+        if fresh.schema.equals(scoped.schema) and fresh.equals(scoped):
+            return None  # e.g. only still-unreadable files tried again: no new version for the same rows
         outside = index.filter(pc.invert(inside))
         merged = pa.concat_tables([outside.cast(fresh.schema), fresh]) if outside.num_rows else fresh
         return merged.sort_by(PATH).replace_schema_metadata(fresh.schema.metadata)

@@ -390,7 +390,8 @@ def test_a_background_follower_catches_a_new_file_and_stops_on_sigterm(
     events = [json.loads(line) for line in out.splitlines()]
     assert [e["event"] for e in events][0] == "started" and events[-1]["event"] == "stopped"
     [update] = updates(events)
-    assert update["partitions"] == ["dt=1"] and update["added"] == 1 and update["lag_seconds"] is not None
+    # folders written within 2 s of a poll (the fixture's) are listed again with it: "racy", not changed
+    assert "dt=1" in update["partitions"] and update["added"] == 1 and update["lag_seconds"] is not None
 
 
 def test_a_second_follower_on_the_same_state_folder_refuses(metastore_uri: str, table: tuple[str, Path],
