@@ -198,6 +198,8 @@ def test_a_handler_session_s_insert_is_indexed_at_commit(spark, metastore_uri: s
     that is not one."""
     from tests.spark.test_index_on_write import _register, coverage
 
+    if hive_path and pyspark_version() >= (4, 0):  # one v4.0 source set: tests/spark covers Hive's path on 4.3
+        pytest.skip("Hive's write path is checked on 3.5 here and on 4.3 by tests/spark/test_index_on_write.py")
     name, root = _register(metastore_uri, tmp_path / "written")
     spark.conf.set("spark.sql.hive.convertMetastoreParquet", str(not hive_path).lower())
     spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
