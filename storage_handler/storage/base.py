@@ -29,17 +29,15 @@ from typing import NamedTuple, Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-#: pyarrow before 25 may drop its last reference to a Python-backed buffer on one of its own worker threads just
-#: after a threaded read returned; if the interpreter is exiting at that moment, that thread aborts the whole
-#: process ("terminate called without an active exception", apache/arrow#49942, seen here with pyarrow 14 on S3).
-_FINALIZE_SAFE = int(pa.__version__.split(".")[0]) >= 25
-
 
 def decode_threads(source: pa.NativeFile) -> bool:
     """Whether Parquet read from ``source`` may be decoded on pyarrow's threads: always, except a Python-backed
-    source (:class:`pyarrow.PythonFile`, as the S3 backend's ranged reads are) on a pyarrow without the fix above,
-    which is decoded on the calling thread so that every buffer is released there."""
-    return _FINALIZE_SAFE or not isinstance(source, pa.PythonFile)
+    source (:class:`pyarrow.PythonFile`, as the S3 backend's ranged reads are), which is decoded on the calling
+    thread so that every buffer is released there. Why: pyarrow may drop its last reference to such a buffer on one
+    of its own worker threads just after a threaded read returned; if the interpreter is exiting at that moment,
+    that thread aborts the whole process ("terminate called without an active exception", apache/arrow#49942).
+    Seen here with pyarrow 14 and 26 on S3, in about 1 of 10 short ``hsh`` runs."""
+    return not isinstance(source, pa.PythonFile)
 
 
 class FileEntry(NamedTuple):

@@ -53,6 +53,33 @@ final class HshTable {
     this.partitionTypes = List.copyOf(partitionTypes);
   }
 
+  /**
+   * {@code table} without its statistics. Spark sizes a file relation by its catalog table's statistics when it
+   * has any, and the handler publishes the whole table's ({@code hsh register}: for every other reader); the
+   * handler's own scan must be sized by the files it keeps instead ({@code HshFileIndex.sizeInBytes}), or a
+   * selective scan of a big table is never broadcast. Through the case class's {@code copy} by reflection: its
+   * arity differs between Spark lines (20 parameters on 3.5, 22 on 4.3), the statistics are the one
+   * {@code Option<CatalogStatistics>}.
+   */
+  static CatalogTable withoutStatistics(CatalogTable table) {
+    if (table.stats().isEmpty()) return table;
+    try {
+      java.lang.reflect.Method copy = null;
+      for (java.lang.reflect.Method m : CatalogTable.class.getMethods()) {
+        if (m.getName().equals("copy")) copy = m;
+      }
+      java.lang.reflect.Type[] types = Objects.requireNonNull(copy).getGenericParameterTypes();
+      Object[] args = new Object[types.length];
+      for (int i = 0; i < types.length; i++) {
+        args[i] = types[i].getTypeName().contains("CatalogStatistics") ? Option.empty()
+            : CatalogTable.class.getMethod("copy$default$" + (i + 1)).invoke(table);
+      }
+      return (CatalogTable) copy.invoke(table, args);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return table; // sized by the table's statistics then: a worse plan, never a wrong answer
+    }
+  }
+
   static boolean isHandled(CatalogTable table) {
     return table.properties().contains(Contract.PARAM_HANDLER);
   }

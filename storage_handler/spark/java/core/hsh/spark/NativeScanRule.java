@@ -61,6 +61,7 @@ final class NativeScanRule extends Rule<LogicalPlan> {
     HshFileIndex index = HshFileIndex.pruning(session, table);
     // the Hive relation's output is its data columns then its partition columns: the file relation's order
     List<AttributeReference> output = new ArrayList<>(Scala.list(relation.output()));
-    return Plans.relation(HshRelations.relation(session, table, index), output, relation.tableMeta());
+    return Plans.relation(HshRelations.relation(session, table, index), output,
+        HshTable.withoutStatistics(relation.tableMeta()));
   }
 }
