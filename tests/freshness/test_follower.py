@@ -33,6 +33,7 @@ from storage_handler.registration.table_spec import build_partition
 from storage_handler.stats import load
 from tests import s3
 from tests.helpers import run_hsh
+from tests.reliability.util import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CRASHING_HSH = r"""
@@ -158,17 +159,7 @@ def stop_by_pid(proc: subprocess.Popen[str]) -> None:
 def wait_for(check: Callable[[], Any], what: str, proc: subprocess.Popen[str] | None = None,
              timeout: float = 90.0) -> Any:
     """Poll ``check`` until truthy (a generous deadline: this waits for a process, it times nothing)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if proc is not None and proc.poll() is not None:
-            out, err = proc.communicate()
-            raise AssertionError(f"{what}: the follower exited with {proc.returncode}\n{out[-2000:]}\n{err[-3000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.05)
+    return wait_until(check, what, timeout=timeout, interval=0.05, proc=proc)
 
 
 # ---------------------------------------------------------------- (a) (b) (c): one poll
