@@ -8,8 +8,11 @@ exit code 2; ``--json`` prints machine-readable output on stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -57,5 +60,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def entry() -> NoReturn:
+    """The ``hsh`` executable: :func:`main`, then an exit that skips the interpreter's teardown.
+
+    Why: pyarrow (14 through 26 at least, apache/arrow#49942) can abort the process *after* a command has finished
+    and printed its result (``terminate called without an active exception``, exit status -6), when its C++
+    thread pools and buffers that reference Python objects are destroyed while the interpreter shuts down. That
+    turns a successful command into a failure for every script that checks the exit status. Everything a command
+    owns is released before :func:`main` returns (files closed, pools joined, processes it started stopped by
+    PID, a Spark session stopped -- its JVM also exits when this process's pipe closes), so after flushing the
+    output nothing is left for the teardown to do but the part that can crash; the exit status is main's.
+    """
+    try:
+        code = main()
+    except SystemExit as e:  # argparse's --help and usage errors
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - an unexpected error: its traceback, then the usual status 1
+        traceback.print_exc()
+        code = 1
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
