@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -254,6 +255,34 @@ def test_small_savings_are_read_and_nothing_left_to_read_is_answered(spark, cata
     assert "count_all_of_4_files_from_index" in _plan(spark, whole)  # nothing to read: always worth it
     spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", "0")
     assert "count_all_of_3_files_from_index" in _plan(spark, mixed)  # the same query, below the threshold
+
+
+def _steps(spark: Any, name: str) -> int:
+    return sum(e["step"] == name for e in json.loads(spark._jvm.hsh.spark.Timings.drain()))
+
+
+def test_a_declined_query_plans_without_asking_until_its_table_is_refreshed(spark, catalog, tmp_path) -> None:  # noqa: ANN001
+    """The rule's ask waits inside the optimizer, where the scan's own request would overlap with planning: a query
+    found not worth rewriting is not asked about again (for a minute), unless its table was refreshed."""
+    root = tmp_path / "days"
+    root.mkdir()
+    for k in range(4):
+        pq.write_table(pa.table({"i": pa.array(range(k * 10, k * 10 + 10), pa.int64())}), root / f"p-{k}.parquet")
+    handled, plain = register_pair(catalog, root)
+    spark._jvm.hsh.spark.AggregateDecisions.clear()
+    spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", str(1 << 30))
+    mixed = f"SELECT count(*) FROM {handled} WHERE i < 35"
+    first = re.sub(r"(#|plan_id=)\d+", "", _plan(spark, mixed))  # the same plan but for the expression ids
+    _steps(spark, "")
+    assert re.sub(r"(#|plan_id=)\d+", "", _plan(spark, mixed)) == first and "files_from_index" not in first
+    assert _steps(spark, "aggregate_declined_recently") == 1  # the second run did not ask
+    assert spark.sql(mixed).collect() == spark.sql(f"SELECT count(*) FROM {plain} WHERE i < 35").collect()
+    spark.sql(f"REFRESH TABLE {handled}")
+    _steps(spark, "")
+    _plan(spark, mixed)
+    assert _steps(spark, "aggregate_declined_recently") == 0  # refreshed: asked again (and declined again)
+    spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", "0")  # another threshold: another decision
+    assert "count_all_of_3_files_from_index" in _plan(spark, mixed)
 
 
 def test_hiveserver2_clients_get_it(hiveserver2, dated) -> None:  # noqa: ANN001

@@ -183,12 +183,22 @@ final class AggregateRule extends Rule<LogicalPlan> {
     bounded.forEach(bounds::add);
     List<Expression> conjuncts = filter == null ? List.of() : Scala.list(filter.splitConjunctivePredicates(
         filter.condition()));
-    HshFileIndex asked = index.withAggregateAnswer(conjuncts, request);
+    ObjectNode scanRequest = index.aggregateRequest(conjuncts, request);
+    long threshold = minAnsweredBytes();
+    String decision = AggregateDecisions.key(index.table().name, threshold, scanRequest);
+    if (AggregateDecisions.recentlyDeclined(decision)) {
+      Timings.record("aggregate_declined_recently", index.table().name, System.nanoTime());
+      return aggregate; // as with the feature off: the scan's prune request is prefetched (QueryFilterRule)
+    }
+    HshFileIndex asked = index.withAggregateAnswer(conjuncts, scanRequest);
     JsonNode answer = asked.heldAnswer();
     JsonNode matched = Contract.answer(answer, "matched", index.table().name);
     JsonNode positions = Contract.matched(matched, "positions", index.table().name);
     LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
-    if (positions.size() == 0) return rebuilt(aggregate, project, filter, askedScan); // nothing to answer
+    if (positions.size() == 0) { // nothing to answer
+      AggregateDecisions.declined(decision);
+      return rebuilt(aggregate, project, filter, askedScan);
+    }
     JsonNode files = Contract.answer(answer, "files", index.table().name);
     ArrayNode rest = JSON.arrayNode();
     Set<Integer> answered = new HashSet<>();
@@ -201,7 +211,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
     // With files left to read, the rewrite adds an aggregation job (the files read are aggregated, then merged
     // with the index's rows): measured at 30-40 ms here, what reading ~5 MB of Parquet costs. Below the
     // threshold reading the answered files too is cheaper (benchmarks/results/aggregates.md).
-    if (rest.size() > 0 && answeredBytes < minAnsweredBytes()) {
+    if (rest.size() > 0 && answeredBytes < threshold) {
+      AggregateDecisions.declined(decision); // the next run of this query need not ask first (AggregateDecisions)
       return rebuilt(aggregate, project, filter, askedScan);
     }
     String note = rest.size() + " of " + files.size() + " kept files read, " + answered.size()

@@ -204,6 +204,7 @@ public final class HshFileIndex extends FileIndexBase {
   public void refresh() {
     sizeInBytes = null; // every listing reads storage; only the size (and an answer for a few seconds) is kept
     recent = null;
+    AggregateDecisions.forget(table.name);
   }
 
   /**
@@ -288,13 +289,17 @@ public final class HshFileIndex extends FileIndexBase {
    * This index pruning also by {@code filters}, with the answer for them -- including which files the index
    * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it); the listing reuses it.
    */
-  HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode aggregate) {
+  HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, null);
     Map<Expression, Expression> predicates = canonical(filters, List.of(), List.of());
-    JsonNode answer = PruneService.call(session, request(session, table, predicates.values(), true, aggregate),
-        table.name);
+    JsonNode answer = PruneService.call(session, request, table.name);
     index.recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
     return index;
+  }
+
+  /** The scan request {@link #withAggregateAnswer} sends for {@code filters} and {@code aggregate}. */
+  ObjectNode aggregateRequest(List<Expression> filters, ObjectNode aggregate) {
+    return request(session, table, canonical(filters, List.of(), List.of()).values(), true, aggregate);
   }
 
   /** The answer this index holds for its own query filters (after {@link #withAggregateAnswer}), else null. */

@@ -69,7 +69,8 @@ final class IndexOnWrite {
   private static void index(SparkSession session, WriteTarget target, Supplier<List<Map<String, String>>> observed) {
     ObjectNode request = JsonNodeFactory.instance.objectNode();
     request.put(Contract.indexRequest("op"), "index").put(Contract.indexRequest("contract"), Contract.VERSION);
-    request.set(Contract.indexRequest("table"), HshTable.of(target.table, session).toJson());
+    HshTable table = HshTable.of(target.table, session);
+    request.set(Contract.indexRequest("table"), table.toJson());
     ObjectNode parameters = request.putObject(Contract.indexRequest("parameters"));
     for (Map.Entry<String, String> e : Scala.map(target.table.properties()).entrySet()) {
       if (e.getKey().startsWith("hsh.")) parameters.put(e.getKey(), e.getValue());
@@ -88,6 +89,7 @@ final class IndexOnWrite {
     long timeout = timeoutMs(session, target.name());
     long start = System.nanoTime();
     JsonNode answer = PruneService.index(session, request, target.name(), timeout);
+    AggregateDecisions.forget(table.name); // new files: a query declined before may now be worth answering
     LOG.info("hsh: indexed the write into {} in {} ms: {} files listed, {} added, {} changed, {} removed "
         + "(index version {})", target.name(), (System.nanoTime() - start) / 1_000_000,
         Contract.indexAnswer(answer, "files", target.name()).asLong(),
