@@ -57,6 +57,7 @@ SETTING_AGGREGATES: str = _DATA["settings"]["aggregates"]
 SETTING_AGGREGATES_MIN_BYTES: str = _DATA["settings"]["aggregates_min_bytes"]
 SETTING_INDEX_ON_WRITE: str = _DATA["settings"]["index_on_write"]
 SETTING_INDEX_ON_WRITE_TIMEOUT: str = _DATA["settings"]["index_on_write_timeout"]
+SETTING_INDEX_ON_WRITE_ASYNC: str = _DATA["settings"]["index_on_write_async"]
 SETTING_OBSERVE_PARTITIONS: str = _DATA["settings"]["observe_partitions"]
 SCAN_REQUEST: tuple[str, ...] = tuple(_DATA["scan_request"])
 TABLE: tuple[str, ...] = tuple(_DATA["table"])

@@ -209,6 +209,7 @@ def test_a_handler_session_s_insert_is_indexed_at_commit(spark, metastore_uri: s
     finally:
         spark.conf.unset("spark.sql.hive.convertMetastoreParquet")
         spark.conf.unset("hive.exec.dynamic.partition.mode")
+    spark.sql(f"SELECT count(*) FROM {name}").collect()  # waits for the write's hand-off to the index
     missing, stale, _ = coverage(root, ["dt"])
     assert (missing, stale) == (set(), set())
     assert len([f for f in root.iterdir() if f.name.startswith("dt=2025-")]) >= 2

@@ -23,6 +23,7 @@ final class Contract {
   static final String SETTING_AGGREGATES_MIN_BYTES = text("settings", "aggregates_min_bytes");
   static final String SETTING_INDEX_ON_WRITE = text("settings", "index_on_write");
   static final String SETTING_INDEX_ON_WRITE_TIMEOUT = text("settings", "index_on_write_timeout");
+  static final String SETTING_INDEX_ON_WRITE_ASYNC = text("settings", "index_on_write_async");
   static final String SETTING_OBSERVE_PARTITIONS = text("settings", "observe_partitions");
   private static final String STORAGE_PREFIX = DATA.get("storage_settings_prefix").asText();
   private static final List<String> STORAGE_SECRETS = names("storage_secret_suffixes");

@@ -43,6 +43,7 @@ final class PruneService {
 
   /** The answer to {@code request} for the session; throws naming {@code table} when the Python side fails. */
   static JsonNode call(SparkSession session, ObjectNode request, String table) {
+    IndexOnWrite.awaitPending(table); // this driver's last write into the table: indexed before it is pruned
     return forPython(python(session)).call(request, table, maxProcesses(session, table), "plan the scan of");
   }
 
@@ -101,7 +102,10 @@ final class PruneService {
   private static PruneService forPython(String python) {
     return BY_PYTHON.computeIfAbsent(python, p -> {
       PruneService service = new PruneService(Arrays.asList(p, "-m", "storage_handler.spark.prune_service"));
-      Runtime.getRuntime().addShutdownHook(new Thread(service::stop, "hsh-prune-service-stop"));
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        IndexOnWrite.awaitAll(); // writes being indexed need the processes: they go first
+        service.stop();
+      }, "hsh-prune-service-stop"));
       return service;
     });
   }
