@@ -187,15 +187,30 @@ def main(argv: list[str] | None = None) -> int:
         log(f"commit hook cost: {args.hook_repeat} inserts of {FILES} files each way, interleaved")
         insert(spark, "9000", 0, hook=True)  # warm-up (the prune service's first start)
         insert(spark, "9001", 0, hook=False)
-        timings: dict[str, list[float]] = {"with hook": [], "without hook": []}
+        # the statement alone, and the statement plus the lookup right after it: with the (asynchronous) hook
+        # that lookup waits for the hand-off still under way and prunes; without it, it reads every new file
+        timings: dict[str, list[float]] = {"with hook": [], "without hook": [], "with hook, then lookup": [],
+                                           "without hook, then lookup": []}
+        kept: dict[str, list[int]] = {"with hook": [], "without hook": []}
         for i in range(args.hook_repeat):
             for hook in ((True, False) if i % 2 == 0 else (False, True)):
-                seconds = insert(spark, str(9100 + 2 * i + int(hook)), 0, hook=hook)
-                timings["with hook" if hook else "without hook"].append(seconds)
+                label = "with hook" if hook else "without hook"
+                partition = str(9100 + 2 * i + int(hook))
+                seconds = insert(spark, partition, 0, hook=hook)
+                started = time.monotonic()
+                found, files = lookup(spark, partition, ROWS // 2)
+                assert found == 1, (partition, found)
+                timings[label].append(seconds)
+                timings[f"{label}, then lookup"].append(seconds + time.monotonic() - started)
+                kept[label].append(files)
         res["hook"] = {k: {"median": statistics.median(v), "runs": v} for k, v in timings.items()}
         res["hook"]["ratio"] = res["hook"]["with hook"]["median"] / res["hook"]["without hook"]["median"]
+        res["hook"]["ratio_with_lookup"] = (res["hook"]["with hook, then lookup"]["median"]
+                                            / res["hook"]["without hook, then lookup"]["median"])
+        res["hook"]["kept"] = kept
         log(f"  {res['hook']['ratio']:.2f}x: {res['hook']['with hook']['median']:.2f} s vs "
-            f"{res['hook']['without hook']['median']:.2f} s")
+            f"{res['hook']['without hook']['median']:.2f} s; with the next lookup "
+            f"{res['hook']['ratio_with_lookup']:.2f}x")
 
         log("writes without a follower (before: nothing until a manual refresh)")
         res["writes"] = writes(spark, root, "no follower", 1, next_partition)
@@ -252,6 +267,11 @@ def report(res: dict[str, Any], folder: Path) -> int:
         "| an insert into a new partition (the writes' statement), median with / without the commit hook | "
         f"{hook['with hook']['median']:.2f} s / {hook['without hook']['median']:.2f} s = "
         f"**{hook['ratio']:.2f}x** (target <= 1.10x) |",
+        "| the same insert and the lookup right after it (`k = <new partition> AND id = <one new id>`), median "
+        "with / without the commit hook | "
+        f"{hook['with hook, then lookup']['median']:.2f} s / {hook['without hook, then lookup']['median']:.2f} s = "
+        f"{hook['ratio_with_lookup']:.2f}x; the lookup kept {statistics.median(hook['kept']['with hook']):g} / "
+        f"{statistics.median(hook['kept']['without hook']):g} files (median) |",
         f"| `hsh follow` idle, {res['partitions']:,} partitions, `--interval 2` | "
         f"**{100 * idle['follower_cpu_share']:.2f} % of one core** (target < 2 %); the metastore "
         f"{100 * idle['metastore_cpu_share']:.2f} % |",
