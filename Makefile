@@ -25,13 +25,14 @@ demo: check-java $(STAMP)
 	$(BIN)/hsh demo
 
 # The whole truth, as CI runs it: lint, the full suite on the default line and, at the same time, every other
-# line's suite. Why at the same time: the main suite keeps about one of two cores busy (its time goes to JVM and
-# interpreter start-ups and waits on real processes), so the other lines run on the idle one (measured: 20.7 min
-# wall for 20.4 min of CPU); their output is printed after the main suite's, and either failing fails the target.
+# line's suite. Why at the same time: the main suite leaves much of the machine idle (its time goes to JVM and
+# interpreter start-ups and waits on real processes), and the other lines fill it at a lower priority (`nice`), so
+# the main suite, the long pole, is slowed as little as possible. Their output is printed after the main suite's,
+# and either failing fails the target.
 TEST_LOGS := .test-logs
 test: check-java $(STAMP) lint compat
 	@mkdir -p $(TEST_LOGS); status=0; \
-	$(MAKE) --no-print-directory test-lines > $(TEST_LOGS)/lines.log 2>&1 & lines=$$!; \
+	nice -n 15 $(MAKE) --no-print-directory test-lines > $(TEST_LOGS)/lines.log 2>&1 & lines=$$!; \
 	$(BIN)/python -m pytest --durations=25 $(PYTEST_ARGS) || status=1; \
 	wait $$lines || status=1; \
 	echo "== the other Spark lines ($(TEST_LOGS)/lines.log):"; cat $(TEST_LOGS)/lines.log; \
