@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from storage_handler.catalog import StaticPartitions
@@ -43,3 +44,15 @@ def examples(n: int) -> int:
     """Hypothesis examples for a property test: ``n``, or a tenth of it (at least 5) under ``make test-fast`` and in
     the per-line compatibility runs (``HYPOTHESIS_PROFILE=fast``). ``make test`` runs the full counts."""
     return max(5, n // 10) if os.environ.get("HYPOTHESIS_PROFILE") == "fast" else n
+
+
+@contextmanager
+def session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` set on the shared Spark session for the block, and unset after it whatever happens."""
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in settings:
+            spark.conf.unset(key)

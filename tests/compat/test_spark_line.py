@@ -26,6 +26,7 @@ import pytest
 
 from storage_handler.spark import last_scan_metrics, read_table
 from storage_handler.spark.compat import pyspark_version
+from tests.helpers import session_settings
 from tests.spark.typed_data import register_typed
 
 TABLE = "compat.typed"
@@ -201,14 +202,10 @@ def test_a_handler_session_s_insert_is_indexed_at_commit(spark, metastore_uri: s
     if hive_path and pyspark_version() >= (4, 0):  # one v4.0 source set: tests/spark covers Hive's path on 4.3
         pytest.skip("Hive's write path is checked on 3.5 here and on 4.3 by tests/spark/test_index_on_write.py")
     name, root = _register(metastore_uri, tmp_path / "written")
-    spark.conf.set("spark.sql.hive.convertMetastoreParquet", str(not hive_path).lower())
-    spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
-    try:
+    with session_settings(spark, {"spark.sql.hive.convertMetastoreParquet": str(not hive_path).lower(),
+                                  "hive.exec.dynamic.partition.mode": "nonstrict"}):
         spark.sql(f"INSERT INTO {name} PARTITION (dt) SELECT max(event_id) + 100, 1, kind, NULL, NULL, NULL, "
                   f"max(ts), max(day), concat('2025-', coalesce(kind, 'none')) FROM {name} GROUP BY kind")
-    finally:
-        spark.conf.unset("spark.sql.hive.convertMetastoreParquet")
-        spark.conf.unset("hive.exec.dynamic.partition.mode")
     spark.sql(f"SELECT count(*) FROM {name}").collect()  # waits for the write's hand-off to the index
     missing, stale, _ = coverage(root, ["dt"])
     assert (missing, stale) == (set(), set())

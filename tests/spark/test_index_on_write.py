@@ -22,7 +22,7 @@ import pytest
 from storage_handler.demo.data import generate_events
 from storage_handler.stats import list_data_files, load
 from storage_handler.stats.columns import MODIFICATION_TIME, PATH, SIZE, VERSION_TAG
-from tests.helpers import run_hsh
+from tests.helpers import run_hsh, session_settings
 
 _names = itertools.count()
 
@@ -82,12 +82,9 @@ def _assert_current(root: Path, keys: list[str], spark, name: str) -> None:  # n
 
 def test_waiting_for_the_index_the_statement_returns_with_it_current(spark, events) -> None:  # noqa: ANN001
     name, root = events
-    spark.conf.set("spark.hsh.indexOnWrite.async", "false")
-    try:
+    with session_settings(spark, {"spark.hsh.indexOnWrite.async": "false"}):
         spark.sql(f"INSERT INTO {name} PARTITION (dt='2024-08-01') SELECT event_id + 9000, user_id, kind, amount, "
                   f"score, ok, ts, day FROM {name} WHERE dt = '2024-01-01'")
-    finally:
-        spark.conf.unset("spark.hsh.indexOnWrite.async")
     missing, stale, _ = coverage(root, ["dt"])  # no query in between: the statement itself waited
     assert missing == set() and stale == set(), (missing, stale)
 
@@ -202,10 +199,7 @@ def test_turned_off_the_new_files_stay_unindexed_and_the_lag_shows(spark, events
 
 def test_without_observation_the_static_prefix_is_listed(spark, events) -> None:  # noqa: ANN001
     name, root = events
-    spark.conf.set("spark.hsh.indexOnWrite.observePartitions", "false")
-    try:
+    with session_settings(spark, {"spark.hsh.indexOnWrite.observePartitions": "false"}):
         spark.sql(f"INSERT INTO {name} PARTITION (dt) SELECT event_id + 300, user_id, kind, amount, score, ok, ts, "
                   f"day, dt FROM {name}")
-    finally:
-        spark.conf.unset("spark.hsh.indexOnWrite.observePartitions")
     _assert_current(root, ["dt"], spark, name)
