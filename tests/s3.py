@@ -40,7 +40,7 @@ def configure_environment() -> None:
 
 
 class S3Server:
-    """moto's S3 server as a child process."""
+    """moto's S3 server as a child process (through ``moto_s3_server.py``: conditional creates are atomic)."""
 
     def __init__(self, log_dir: Path) -> None:
         self.log_path = log_dir / "moto.log"
@@ -48,7 +48,8 @@ class S3Server:
 
     def start(self) -> None:
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child owns it for its lifetime
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(PORT)],
+        server = Path(__file__).with_name("moto_s3_server.py")  # moto, with S3's atomic conditional create
+        self.proc = subprocess.Popen([sys.executable, str(server), "-H", "127.0.0.1", "-p", str(PORT)],
                                      stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while True:
