@@ -125,33 +125,45 @@ def test_an_older_listing_never_drops_rows_another_indexer_committed_after_it(tm
     assert sorted(load(str(root)).table[PATH].to_pylist()) == ["p=1/a.parquet", "p=1/new.parquet"]
 
 
-def test_writes_indexed_at_commit_survive_concurrent_full_refreshes(tmp_path: Path) -> None:
+def test_writes_indexed_at_commit_survive_concurrent_full_refreshes(storage_root: str) -> None:
     """Threads: writers each add files and index their partition (as the commit hook does), while full refreshes
-    run in a loop. With nothing indexing after the race, every written file has its current row."""
+    run in a loop, on a local disk and on the S3 endpoint (where the commit is a conditional PUT). With nothing
+    indexing after the race, every written file has its current row."""
     import threading
 
     from storage_handler.stats.refresh import update_index
+    from tests.s3 import put_parquet
 
-    root = tmp_path / "stress"
+    root = storage_root
+
+    def put(p: int, name: str, rows: int) -> None:
+        if root.startswith("s3a://"):  # a PUT is atomic: no listing sees half an object
+            put_parquet(root, f"p={p}/{name}", pa.table({"x": pa.array(range(rows), pa.int64())}))
+        else:
+            _write(Path(root) / f"p={p}" / name, rows)
+
+    def partition(p: int) -> Partition:
+        return Partition(f"p={p}", (str(p),), f"{root}/p={p}")
+
     for p in range(4):
-        _write(root / f"p={p}" / "seed.parquet", 2)
-    table = IndexedTable("db.stress", str(root), COLUMNS, KEYS)
-    update_partitions(table, [_partition(root, p) for p in range(4)])
+        put(p, "seed.parquet", 2)
+    table = IndexedTable("db.stress", root, COLUMNS, KEYS)
+    update_partitions(table, [partition(p) for p in range(4)])
     done = threading.Event()
     errors: list[BaseException] = []
 
     def writer(p: int) -> None:
         try:
             for i in range(6):
-                _write(root / f"p={p}" / f"w{i}.parquet", 1 + i)
-                update_partitions(table, [_partition(root, p)], attempts=50)
+                put(p, f"w{i}.parquet", 1 + i)
+                update_partitions(table, [partition(p)], attempts=50)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
     def refresher() -> None:
         try:
             while not done.is_set():
-                update_index(str(root), COLUMNS, partition_columns=list(KEYS), attempts=50)
+                update_index(root, COLUMNS, partition_columns=list(KEYS), attempts=50)
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
@@ -165,9 +177,9 @@ def test_writes_indexed_at_commit_survive_concurrent_full_refreshes(tmp_path: Pa
     for t in refreshers:
         t.join()
     assert not errors, errors
-    files = list_data_files(str(root), list(KEYS))
+    files = list_data_files(root, list(KEYS))
     on_disk = set(zip(files.paths.to_pylist(), map(int, files.sizes), map(int, files.mtimes),
                       files.versions.to_pylist(), strict=True))
-    index = load(str(root)).table
+    index = load(root).table
     rows = set(zip(*(index[c].to_pylist() for c in ROW[:4]), strict=True))
     assert on_disk <= rows and len(on_disk) == 4 * 7
