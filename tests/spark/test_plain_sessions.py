@@ -3,7 +3,8 @@
 Real processes: a ``spark-sql`` whose ``PYSPARK_PYTHON`` is a bare virtualenv (no pyspark, no package), and a
 Python Spark session with this package installed but none of its settings. Both read the registered, partitioned
 table natively (no pruning, no error) and return what the handler session returns; an INSERT from the plain session
-is read by the handler session at once (the new file is unknown to the index, so it is kept).
+is read by the handler session at once (the new file is unknown to the index, so it is kept), and after one
+poll of ``hsh follow`` the handler's lookup on it prunes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from storage_handler.spark import last_scan_metrics
+from tests.helpers import run_hsh
 from tests.spark.typed_data import register_typed
 
 TABLE = "plain.typed"
@@ -100,6 +102,15 @@ def test_a_session_with_the_package_but_no_settings_reads_and_writes_the_table(s
     assert last_scan_metrics(TABLE)["files_kept"] >= 1 and last_scan_metrics(TABLE)["files_without_stats"] >= 1
     # the explicit Python data source, with Python filter pushdown off (Spark's default): unpruned, no error
     assert {w: [int(v) for v in a] for w, a in got["datasource"].items()} == after
+    # the follower catches the other process's write (issue 26): after one poll the lookup prunes the new file
+    lookup = f"SELECT count(*) FROM {TABLE} WHERE c_bigint = 987654"
+    assert last_scan_metrics(TABLE)["files_kept_unindexed"] >= 1
+    proc = run_hsh("follow", TABLE, "--once", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    assert spark.sql(lookup).collect()[0][0] == 2 and _handler_answers(spark, TABLE) == after
+    spark.sql(lookup).collect()
+    metrics = last_scan_metrics(TABLE)
+    assert metrics["files_kept_unindexed"] == 0 and metrics["files_kept"] < metrics["files_total"], metrics
 
 
 def test_the_explicit_data_source_prunes_when_pushdown_is_on(spark, tables: Path, metastore_uri: str,
