@@ -17,6 +17,10 @@ import pytest
 from tests import s3 as s3_support
 
 s3_support.configure_environment()  # before any Spark JVM or subprocess starts: they inherit it
+# `hsh register` writes every partition's statistics before it returns, whatever the partition count: a background
+# publish (``--partition-stats auto`` above 50 partitions) would outlive the test that started it. The tests of the
+# background publish ask for it with the flag, and wait for it by PID.
+os.environ.setdefault("HSH_PARTITION_STATS", "now")
 
 #: fixtures that start a JVM (the metastore, Spark, the Thrift server, Hive's own classes as oracles, the secured
 #: services): a test that uses one, directly or through another fixture, is marked ``jvm`` at collection, so

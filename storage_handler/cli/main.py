@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from rich.markup import escape
 
-from storage_handler.cli import follow, pruning, services, tables
+from storage_handler.cli import follow, pruning, services, stats, tables
 from storage_handler.cli.output import err
 from storage_handler.errors import StorageHandlerError
 
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_commands(sub)
     pruning.add_commands(sub)
     follow.add_commands(sub)
+    stats.add_commands(sub)
     return parser
 
 

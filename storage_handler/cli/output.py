@@ -85,6 +85,10 @@ def statistics_line(report: dict[str, Any]) -> str:
             ("partitions_kept", "kept (others')"), ("partitions_marked_stale", "marked stale"))]
         parts = f"{report['partitions']} partitions: " + ", ".join(f"{n} {label}" for n, label in counts if n) + "; "
     columns = ", ".join(report.get("columns", [])) or "none"
+    later = report.get("background")
+    if later:
+        parts = (f"{report['partitions_deferred']} partitions: being published in the background (pid {later['pid']}, "
+                 f"log {later['log']}; `hsh describe` follows it); ")
     return f"{parts}table: {report.get('table_level')}; column statistics: {columns}"
 
 

@@ -10,6 +10,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,11 @@ def add_commands(sub: Any) -> None:
     add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
+    p.add_argument("--partition-stats", choices=("auto", "now", "background"),
+                   help="when each partition's statistics are written: now, before the command returns; "
+                        "background, by a detached `hsh stats publish` it starts (the table's own statistics are "
+                        "written before it returns; `hsh describe` shows the publish); auto: background above 50 "
+                        "new partitions (default: $HSH_PARTITION_STATS, else auto)")
     p.set_defaults(func=_register)
 
     p = sub.add_parser("sync", help="add new partitions and columns found on storage; refresh the index")
@@ -152,6 +158,7 @@ def _unreadable_in_index(location: str, parameters: dict[str, str] | None = None
 def _register(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
+    from storage_handler.registration import background
     from storage_handler.registration.describe import unreadable_files
     from storage_handler.registration.register import apply_registration, plan_registration
     from storage_handler.stats.engines.memory import use_lean_allocator
@@ -166,7 +173,9 @@ def _register(args: argparse.Namespace) -> int:
                   **({TABLE_PARAM_SCAN_FLOAT: "true"} if args.scan_float_columns else {}),
                   **_membership_properties(args)}
     choice = statistics_choice(args)
-    with MetastoreClient(metastore_uri(args)) as client:
+    mode = background.chosen_mode(args.partition_stats)
+    uri = metastore_uri(args)
+    with MetastoreClient(uri) as client:
         with footer_progress(enabled=not quiet) as footers:
             plan = plan_registration(
                 client, name, args.path, location=args.location, owner=args.owner, table_properties=properties,
@@ -177,12 +186,16 @@ def _register(args: argparse.Namespace) -> int:
             result["unreadable_files"] = unreadable_files(plan.dataset.seed)
             result["statistics"] = _planned_statistics(name, plan.dataset, plan.dataset.columns, choice)
         else:
+            if choice.publish and background.defer(mode, len(plan.missing_partitions)):
+                choice = replace(choice, defer_partitions=True)
             with footer_progress(enabled=not quiet) as footers, \
                     progress_bar("adding partitions", len(plan.missing_partitions), enabled=not quiet) as update:
                 result = {"dry_run": False, **apply_registration(
                     client, plan, batch_size=args.batch_size, on_batch=update, progress=footers, engine=engine,
                     strict=args.strict, statistics=choice,
                 )}
+            if result["statistics"].get("partitions_deferred"):
+                result["statistics"]["background"] = background.start(name, uri, overwrite=choice.overwrite)
             result["unreadable_files"] = _unreadable_in_index(plan.dataset.root, properties)
     warn_unreadable(result["unreadable_files"], planned=args.dry_run)
     warn_statistics(result["statistics"])
@@ -289,6 +302,7 @@ def _drop(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
+    from storage_handler.registration import background
     from storage_handler.registration.describe import describe_table
 
     name = parse_table_name(args.table)
@@ -301,6 +315,10 @@ def _describe(args: argparse.Namespace) -> int:
     for key, value in info.items():
         if key == "statistics":
             shown[key] = published_line(value)
+            continue
+        if key == "statistics_background":
+            if value is not None:
+                shown[key] = background.describe(value)
             continue
         if key == "unindexed_files":  # the index's lag: files every query reads until it catches up
             shown[key] = value["count"] if not value["count"] else (

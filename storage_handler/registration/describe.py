@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from metastore.client import MetastoreClient
 from metastore.names import TableName
 from storage_handler.catalog import unregistered_folders
+from storage_handler.registration import background
 from storage_handler.registration.table_spec import (
     PARAM_PREFIX,
     legacy_parameters,
@@ -48,6 +49,8 @@ def describe_table(client: MetastoreClient, name: TableName) -> dict[str, Any]:
         "handler": params.get(f"{PARAM_PREFIX}storage_handler"),
         **index,
         "statistics": published_statistics(params, index.get("index_version")),
+        # the partitions' statistics `register` handed to a background publish on this machine, if it did
+        "statistics_background": background.status(name),
         "handler_parameters": {k: v for k, v in sorted(params.items()) if k.startswith(PARAM_PREFIX)},
         # written by versions before 0.2; they break Spark sessions without this package: `hsh sync` removes them
         "legacy_parameters_to_remove": legacy_parameters(params),

@@ -148,8 +148,9 @@ def apply_registration(
 ) -> dict[str, Any]:
     """Create what the plan says is missing, through the handler's meta hook (which builds the index), then publish
     the index as the table's statistics (``statistics``; new partitions carry their basic statistics from the
-    start). With ``strict`` (the plan was made strict too) a file found unreadable while the index is built stops it
-    before the table is created or altered."""
+    start, or, with ``statistics.defer_partitions``, are added bare and left to a later publish). With ``strict``
+    (the plan was made strict too) a file found unreadable while the index is built stops it before the table is
+    created or altered."""
     name, ds = plan.name, plan.dataset
     if strict:  # before the database is created: a refusal changes nothing
         refuse_unreadable(ds.root, ds.unreadable)
@@ -176,7 +177,7 @@ def apply_registration(
     version = int(table.parameters.get(PARAM_INDEX_VERSION, 0))
     stats = index_statistics(name, table, ds.root, version, statistics)
     added = add_partitions(client, table, ds, plan.missing_partitions, batch_size=batch_size, on_batch=on_batch,
-                           statistics=stats)
+                           statistics=None if statistics.defer_partitions else stats)
     result = plan.summary()
     result["partitions_added"] = added
     result["index_version"] = version

@@ -5,6 +5,7 @@ metastore that refuses them fails nothing else."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,24 @@ def test_table_statistics_of_an_unpartitioned_table_equal_pyarrow(hms: Any, tmp_
     root = D.generate(tmp_path / "t", partitioned=False)
     assert _register(hms, "st.flat", root, **SCAN_FLOATS)["statistics"]["table_level"] == "written"
     _assert_equal_to_pyarrow(_table_stats(hms, "st", "flat"), D.oracle(root), _params(hms, "st", "flat"))
+
+
+def test_partitions_published_in_lanes_equal_those_published_one_batch_at_a_time(
+        hms: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from storage_handler.registration import statistics
+
+    root = D.generate(tmp_path / "serial")
+    shutil.copytree(root, tmp_path / "lanes")
+    serial = _register(hms, "st.serial", root)["statistics"]
+    monkeypatch.setattr(statistics, "BATCH", 1)  # three batches, in three lanes
+    lanes = _register(hms, "st.lanes", tmp_path / "lanes")["statistics"]
+    assert lanes["warning"] is None and lanes["partitions_written"] == serial["partitions_written"] == 3
+    assert lanes["column_objects_written"] == serial["column_objects_written"] and lanes["columns"] == serial["columns"]
+    names = [f"dt={p}" for p in D.PARTITIONS]
+    decoded = [{p: {c: D.decoded(o) for c, o in objs.items()} for p, objs in _partition_stats(hms, "st", t, names).items()}
+               for t in ("serial", "lanes")]
+    assert decoded[0] == decoded[1] and len(decoded[0]) == 3
+    assert _params(hms, "st", "lanes")["numRows"] == _params(hms, "st", "serial")["numRows"]
 
 
 @pytest.mark.jvm
@@ -216,17 +235,22 @@ class _Refusing:
 
 
 @pytest.mark.jvm
+@pytest.mark.parametrize("batch", [100, 1], ids=["one batch", "a batch per partition, in lanes"])
 def test_a_metastore_that_refuses_statistics_leaves_a_registered_table_and_one_warning(
         hms: Any, metastore_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], batch: int) -> None:
     from metastore.client import MetastoreClient
     from storage_handler.cli.main import main
+    from storage_handler.registration import statistics
 
+    monkeypatch.setattr(statistics, "BATCH", batch)
     real_raw = MetastoreClient.raw
     monkeypatch.setattr(MetastoreClient, "raw",
                         lambda self, subject, fn, *, idempotent: real_raw(self, subject, lambda c: fn(_Refusing(c)),
                                                                           idempotent=idempotent))
     root = D.generate(tmp_path / "t")
+    if hms.table_exists("stref", "t"):  # the other parametrization's
+        hms.drop_table("stref", "t")
     assert main(["register", "stref.t", str(root), "--json", "--metastore", metastore_uri]) == 0
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
