@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from rich.markup import escape
 
-from storage_handler.cli import follow, pruning, services, stats, tables
+from storage_handler.cli import follow, pruning, services, sql, stats, tables
 from storage_handler.cli.output import err
 from storage_handler.errors import StorageHandlerError
 
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     services.add_commands(sub)
     tables.add_commands(sub)
+    sql.add_commands(sub)
     pruning.add_commands(sub)
     follow.add_commands(sub)
     stats.add_commands(sub)
