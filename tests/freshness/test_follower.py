@@ -475,6 +475,11 @@ def test_on_s3_a_new_object_a_new_partition_and_a_dropped_one_reach_the_index(
     assert (update["added"], update["removed"]) == (2, 1)
     assert {p for p, _ in rows(root)} == {"dt=2/part-0.parquet", "dt=2/copied.parquet", "dt=3/part-0.parquet",
                                           "dt=4/part-0.parquet"}
+    # and a query prunes the new data: of dt=2's two files only the copied one can hold v = 252
+    proc = run_hsh("scan", name, "--where", "v = 252", "--json", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    scan = json.loads(proc.stdout)
+    assert [p.rsplit("/", 2)[-2:] for p in scan["kept_paths"]] == [["dt=2", "copied.parquet"]], scan
 
 
 # ---------------------------------------------------------------- the command line's own refusals
