@@ -81,6 +81,8 @@ from provenance import commit_label  # noqa: E402
 from tpch_data import TpchDataset, _plain_schema, ensure_lineitem, tpchgen_executable  # noqa: E402
 from tpch_report import cpu_snapshot, other_cpu_share  # noqa: E402
 
+from storage_handler.registration.statistics import LANES  # noqa: E402
+
 if TYPE_CHECKING:
     from storage_handler.registration.statistics import StatisticsChoice
 
@@ -612,7 +614,8 @@ def markdown(res: dict[str, Any]) -> str:
              "  of which: table-level statistics (read, merge, alter, set)", "total"]
     for key in order:
         n = b["stats-now"]["calls"].get(key)
-        label = key.replace("  of which", "&nbsp;&nbsp;of which") + (f" ({n} calls)" if "aggr" in key and n else "")
+        label = key.replace("  of which", "&nbsp;&nbsp;of which") + (
+            f" ({n} calls, up to {LANES} at once: their seconds summed)" if "aggr" in key and n else "")
         lines.append(f"| {label} | {b['no-stats'].get(key, 0):.3f} | {b['stats'].get(key, 0):.3f} | "
                      f"{b['stats-now'].get(key, 0):.3f} |")
     objects = statistics.median(x["column_objects_written"] for x in res["register"]["runs"]["stats-now"]
@@ -664,17 +667,19 @@ def interpretation(res: dict[str, Any]) -> str:
                 f"after the command started. Writing them before returning (`--partition-stats now`) costs "
                 f"{r['now_added_seconds']:+.2f} s ({100 * r['now_added_share']:+.1f} %).")
     b = r["breakdown"]["stats-now"]
-    aggr = next((v for k, v in b.items() if "set_aggr_stats_for" in k), None)
-    if aggr is not None and b.get("total"):
-        n = b["calls"].get(next(k for k in b if "set_aggr_stats_for" in k), 0)
-        text.append(f"Where it goes: in the in-process breakdown the {n} `set_aggr_stats_for` calls take {aggr:.1f} "
-                    f"of {b['total']:.1f} s ({100 * aggr / b['total']:.0f} %), and that time is the metastore's: "
-                    f"its JVM's CPU grows by {r['stats']['metastore_cpu'] - r['no-stats']['metastore_cpu']:+.1f} s "
-                    f"per registration, `hsh`'s by {r['stats']['hsh_cpu'] - r['no-stats']['hsh_cpu']:+.1f} s "
-                    "(summaries, requests) -- with `--partition-stats now`; the background publish moves that "
-                    "same work after the command. Adding the partitions with their basic statistics took "
+    written = b.get("column statistics + table-level statistics written")
+    if written is not None and b.get("total"):
+        text.append(f"Where it goes with `--partition-stats now`: writing the column statistics takes {written:.1f} "
+                    f"of {b['total']:.1f} s in the in-process breakdown ({100 * written / b['total']:.0f} %; "
+                    f"`set_aggr_stats_for` calls, {LANES} at a time), and that time is the metastore's: its JVM's "
+                    f"CPU grows by {r['stats-now']['metastore_cpu'] - r['no-stats']['metastore_cpu']:+.1f} s per "
+                    f"registration, `hsh`'s by {r['stats-now']['hsh_cpu'] - r['no-stats']['hsh_cpu']:+.1f} s "
+                    "(summaries, requests). The background publish does the same work after the command, and more "
+                    f"of it ({r['stats']['metastore_cpu'] - r['no-stats']['metastore_cpu']:+.1f} s of metastore CPU): "
+                    "the partitions were added bare, so it reads them and alters each one's parameters as well. "
+                    "Adding the partitions with their basic statistics (what makes that alter unnecessary) took "
                     f"{b.get(ADD, 0):.1f} s against {r['breakdown']['no-stats'].get(ADD, 0):.1f} s bare (one run "
-                    "each).")
+                    "each): alone over the target, which is why the default adds them bare.")
     other = res["machine"].get("cpu_share_used_by_other_processes") or 0
     if other > 0.15:
         text.append(f"Other work used {100 * other:.0f} % of the machine's CPU during this run, so the seconds "
