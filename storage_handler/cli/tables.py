@@ -28,6 +28,7 @@ from storage_handler.cli.output import (
     warn_unreadable,
 )
 from storage_handler.errors import ConfigurationError
+from storage_handler.registration import background
 
 STRICT_HELP = ("refuse files that are not readable Parquet (truncated, not Parquet, empty) instead of recording them "
                "as unreadable and keeping them in every scan; a refusal changes nothing")
@@ -54,11 +55,11 @@ def add_commands(sub: Any) -> None:
     add_footer_options(p)
     add_metastore_option(p)
     add_json_option(p)
-    p.add_argument("--partition-stats", choices=("auto", "now", "background"),
+    p.add_argument("--partition-stats", choices=background.MODES,
                    help="when each partition's statistics are written: now, before the command returns; "
                         "background, by a detached `hsh stats publish` it starts (the table's own statistics are "
-                        "written before it returns; `hsh describe` shows the publish); auto: background above 50 "
-                        "new partitions (default: $HSH_PARTITION_STATS, else auto)")
+                        "written before it returns; `hsh describe` shows the publish); auto: background above "
+                        f"{background.AUTO_ABOVE} new partitions (default: ${background.ENV_MODE}, else auto)")
     p.set_defaults(func=_register)
 
     p = sub.add_parser("sync", help="add new partitions and columns found on storage; refresh the index")
@@ -140,7 +141,6 @@ def _unreadable_in_index(location: str, parameters: dict[str, str] | None = None
 def _register(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
-    from storage_handler.registration import background
     from storage_handler.registration.describe import unreadable_files
     from storage_handler.registration.register import apply_registration, plan_registration
     from storage_handler.stats.engines.memory import use_lean_allocator
@@ -284,7 +284,6 @@ def _drop(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
-    from storage_handler.registration import background
     from storage_handler.registration.describe import describe_table
 
     name = parse_table_name(args.table)

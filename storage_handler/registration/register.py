@@ -13,10 +13,7 @@ planning, before the metastore or the index is touched.
 from __future__ import annotations
 
 import getpass
-import queue
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +24,7 @@ from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
 from storage_handler.registration import hooked
 from storage_handler.registration.dataset import Dataset, StrictEngine, discover, refuse_unreadable
+from storage_handler.registration.lanes import in_lanes
 from storage_handler.registration.statistics import (
     PUBLISH,
     StatisticsChoice,
@@ -259,40 +257,21 @@ def add_partitions(
         return len(batch)
 
     done = 0
+
+    def count(added: int) -> None:
+        nonlocal done
+        done += added
+        if on_batch:
+            on_batch(done, total)
+
     if lanes == 1:
         for batch in batches:
-            done += add(batch, client)
-            if on_batch:
-                on_batch(done, total)
+            count(add(batch, client))
         return done
     siblings = [client.sibling() for _ in range(lanes)]
-    free: queue.SimpleQueue[MetastoreClient] = queue.SimpleQueue()
-    for sibling in siblings:
-        free.put(sibling)
-
-    failed = threading.Event()  # after one failure no new batch starts (each would retry for a whole budget)
-
-    def run(batch: Sequence[tuple[str | None, ...]]) -> int:
-        if failed.is_set():
-            return 0
-        target = free.get()
-        try:
-            return add(batch, target)
-        except BaseException:
-            failed.set()
-            raise
-        finally:
-            free.put(target)
-
-    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="hsh-partitions")
     try:
-        futures = [pool.submit(run, batch) for batch in batches]
-        for future in futures:
-            done += future.result()  # the first failure ends the command: queued batches are cancelled
-            if on_batch:
-                on_batch(done, total)
+        in_lanes(batches, siblings, lambda target, batch: add(batch, target), name="hsh-partitions", on_result=count)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
         for sibling in siblings:
             sibling.close()
     return done

@@ -21,9 +21,7 @@ carries its basic statistics from the start (no second write) and only its colum
 from __future__ import annotations
 
 import logging
-import queue
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +40,7 @@ from storage_handler.registration.hive_stats import (
     plain_values,
     why_not,
 )
+from storage_handler.registration.lanes import in_lanes
 from storage_handler.registration.stats_ownership import (
     ACCURATE,
     MARKER,
@@ -289,10 +288,9 @@ def publish(client: MetastoreClient, plan: StatisticsPlan, choice: StatisticsCho
 def _in_lanes(calls: Any, jobs: list[tuple[list[str], bool]], fresh: Mapping[str, str]) -> dict[str, Summary]:
     """Publish batches of partitions (``(names, just added)``), :data:`LANES` at a time on connections of their own.
 
-    Why in parallel: the metastore writes each partition's column statistics in a transaction of its own, and
-    waits on its database for much of it; it serves connections in parallel, and partitions never depend on each
-    other. Measured on the embedded metastore at 2,000 partitions: see ``benchmarks/results/stats.md``. Each lane
-    counts into a report of its own, merged at the end (no counter is shared between threads)."""
+    The metastore writes each partition's column statistics in a transaction of its own (why lanes, and why the
+    first failure stops the rest: :mod:`.lanes`; measured at 2,000 partitions in ``benchmarks/results/stats.md``).
+    Each lane counts into a report of its own, merged at the end (no counter is shared between threads)."""
     from storage_handler.registration import stats_calls
 
     def run(lane: Any, batch: list[str], new: bool) -> dict[str, Summary]:
@@ -306,20 +304,8 @@ def _in_lanes(calls: Any, jobs: list[tuple[list[str], bool]], fresh: Mapping[str
     lanes = [stats_calls.Calls(calls.client.sibling(), calls.plan, calls.choice,
                                StatisticsReport(calls.report.table, publish=calls.report.publish))
              for _ in range(min(LANES, len(jobs)))]
-    free: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    for lane in lanes:
-        free.put(lane)
-
-    def job(batch: list[str], new: bool) -> dict[str, Summary]:
-        lane = free.get()
-        try:
-            return run(lane, batch, new)
-        finally:
-            free.put(lane)
-
     try:
-        with ThreadPoolExecutor(len(lanes), thread_name_prefix="hsh-statistics") as pool:
-            results = [f.result() for f in [pool.submit(job, batch, new) for batch, new in jobs]]
+        results = in_lanes(jobs, lanes, lambda lane, job: run(lane, *job), name="hsh-statistics")
     finally:
         for lane in lanes:
             lane.client.close()
