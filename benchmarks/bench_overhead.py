@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -77,26 +78,49 @@ def _steps(events: list[dict[str, Any]]) -> tuple[Counter[str], Counter[str]]:
     return ms, n
 
 
+RULE_LINE = re.compile(r"^(\S+)\s+(\d+) / (\d+)\s+(\d+) / (\d+)\s*$")
+RULE_GROUPS = ("resolve_relations", "hsh_rules", "other_rules")
+
+
+def rule_groups(dump: str) -> dict[str, float]:
+    """Milliseconds Spark's analyzer and optimizer rules took, from ``RuleExecutor.dumpTimeSpent()``, in three
+    groups: Spark resolving the table's name (``ResolveRelations``: the catalog lookup, for a metastore table the
+    Hive client's ``getTable``), the handler's own rules (``hsh.spark.*``), and every other rule."""
+    out = dict.fromkeys(RULE_GROUPS, 0.0)
+    for line in dump.splitlines():
+        m = RULE_LINE.match(line.strip())
+        if not m:
+            continue
+        name, total_ns = m.group(1), int(m.group(3))
+        group = ("resolve_relations" if name.endswith("$ResolveRelations") else
+                 "hsh_rules" if name.startswith("hsh.") else "other_rules")
+        out[group] += total_ns / 1e6
+    return out
+
+
 class Harness:
     def __init__(self, spark: Any) -> None:
         self.spark = spark
         jvm = spark._jvm
         self.timings = jvm.hsh.spark.Timings
+        self.rules = jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
         self.hive_calls = jvm.org.apache.spark.metrics.source.HiveCatalogMetrics.METRIC_HIVE_CLIENT_CALLS()
 
     def run(self, sql: str) -> dict[str, Any]:
         from storage_handler.spark import scan_history
 
         self.timings.drain()
+        self.rules.resetMetrics()
         calls, scans = self.hive_calls.getCount(), len(scan_history(TABLE))
         start = time.perf_counter()
         df = self.spark.sql(sql)
         rows = df.collect()
         seconds = time.perf_counter() - start
         ms, n = _steps(json.loads(self.timings.drain()))
+        rules = rule_groups(self.rules.dumpTimeSpent())
         time.sleep(0.05)  # the prune service records its scan right after answering
         new = scan_history(TABLE)[scans:]
-        return {"seconds": seconds, "phases": _phases(df), "steps": dict(ms), "step_counts": dict(n),
+        return {"seconds": seconds, "phases": _phases(df), "rules": rules, "steps": dict(ms), "step_counts": dict(n),
                 "hive_calls": self.hive_calls.getCount() - calls, "scans": new, "rows": canonical(rows)}
 
 
@@ -134,6 +158,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         out[path] = {
             "ms": med([r["seconds"] * 1000 for r in rs]),
             "phases": {p: med([r["phases"].get(p, 0.0) for r in rs]) for p in PHASES},
+            "rules": {g: round(med([r["rules"][g] for r in rs]), 2) for g in RULE_GROUPS},
             "steps": {s: round(med([r["steps"].get(s, 0.0) for r in rs]), 2) for s in steps},
             "step_counts": {s: med([r["step_counts"].get(s, 0) for r in rs]) for s in steps},
             "hive_calls": med([r["hive_calls"] for r in rs]),
@@ -235,6 +260,31 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{sv.get('seconds_metastore', 0):.1f} | {h['hive_calls']:.0f} | {h['scans_per_query']:.0f}, "
                 f"{c.get('metastore_calls', 0):.0f}, {c.get('index_loads', 0):.0f}, "
                 f"{c.get('index_row_groups_read', 0):.0f} |")
+    lines += ["", "The gap, handler minus limit, in Spark's terms (medians, ms; the rule times come from Spark's "
+              "`RuleExecutor` metrics, so the parts need not sum exactly): resolving the table's name "
+              "(`ResolveRelations`: a temporary view against the metastore's `getTable` and its conversion, which the "
+              "native path pays too), the handler's own rules, Spark's other rules, the phases' time outside any "
+              "rule, and running the plan after planning:", "",
+              "| metastore | query | gap | resolving the name (native's) | handler's rules | other rules | "
+              "phases outside rules | running the plan |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for state, queries in result["spark"].items():
+        for key, s in queries.items():
+            h, lim, nat = s["handler"], s["limit"], s["native"]
+            if "rules" not in h:
+                continue
+
+            def outside(p: dict[str, Any]) -> float:
+                return sum(p["phases"].values()) - sum(p["rules"].values())
+
+            def running(p: dict[str, Any]) -> float:
+                return p["ms"] - sum(p["phases"].values())
+
+            rr = h["rules"]["resolve_relations"] - lim["rules"]["resolve_relations"]
+            lines.append(
+                f"| {state} | {key} | {h['ms'] - lim['ms']:.1f} | {rr:.1f} "
+                f"({nat['rules']['resolve_relations'] - lim['rules']['resolve_relations']:.1f}) | "
+                f"{h['rules']['hsh_rules']:.1f} | {h['rules']['other_rules'] - lim['rules']['other_rules']:.1f} | "
+                f"{outside(h) - outside(lim):.1f} | {running(h) - running(lim):.1f} |")
     if result.get("hiveserver2"):
         lines += ["", "Through HiveServer2 (`pyhive` against the embedded Thrift server; warm metastore):", "",
                   "| query | handler ms | limit ms | handler / limit | JVM: prune round trip (service) |",
