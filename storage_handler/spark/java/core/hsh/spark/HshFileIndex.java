@@ -137,9 +137,11 @@ public final class HshFileIndex extends FileIndexBase {
   /** Send the prune request for the query filters now, on a background thread; its answer becomes recent. */
   private void prefetch() {
     Map<Expression, Expression> predicates = canonical(queryFilters, List.of(), List.of());
-    ObjectNode request = request(session, table, predicates.values(), true); // built here: this thread's conf
     long start = System.nanoTime();
     CompletableFuture<JsonNode> answer = CompletableFuture.supplyAsync(() -> {
+      // built on this thread, off the optimizer's path: the request reads the session's settings explicitly
+      // (FilterJson, Prunable), not the thread's
+      ObjectNode request = request(session, table, predicates.values(), true);
       JsonNode found = PruneService.call(session, request, table.name);
       Timings.record("prefetch", table.name, start);
       return found;

@@ -62,22 +62,44 @@ final class HshTable {
    * {@code Option<CatalogStatistics>}.
    */
   static CatalogTable withoutStatistics(CatalogTable table) {
-    if (table.stats().isEmpty()) return table;
+    if (table.stats().isEmpty() || COPY_DEFAULTS.length == 0) return table;
     try {
-      java.lang.reflect.Method copy = null;
-      for (java.lang.reflect.Method m : CatalogTable.class.getMethods()) {
-        if (m.getName().equals("copy")) copy = m;
+      Object[] args = new Object[COPY_DEFAULTS.length];
+      for (int i = 0; i < args.length; i++) {
+        args[i] = COPY_DEFAULTS[i] == null ? Option.empty() : COPY_DEFAULTS[i].invoke(table);
       }
-      java.lang.reflect.Type[] types = Objects.requireNonNull(copy).getGenericParameterTypes();
-      Object[] args = new Object[types.length];
-      for (int i = 0; i < types.length; i++) {
-        args[i] = types[i].getTypeName().contains("CatalogStatistics") ? Option.empty()
-            : CatalogTable.class.getMethod("copy$default$" + (i + 1)).invoke(table);
-      }
-      return (CatalogTable) copy.invoke(table, args);
+      return (CatalogTable) COPY.invoke(table, args);
     } catch (ReflectiveOperationException | RuntimeException e) {
       return table; // sized by the table's statistics then: a worse plan, never a wrong answer
     }
+  }
+
+  /** {@code CatalogTable.copy}, looked up once per class loader (every query's relation is built through it). */
+  private static final java.lang.reflect.Method COPY = copyMethod();
+  /** Per parameter of {@link #COPY}: its default's getter, or null for the statistics (replaced by none). */
+  private static final java.lang.reflect.Method[] COPY_DEFAULTS = copyDefaults(COPY);
+
+  private static java.lang.reflect.Method copyMethod() {
+    for (java.lang.reflect.Method m : CatalogTable.class.getMethods()) {
+      if (m.getName().equals("copy")) return m;
+    }
+    return null;
+  }
+
+  private static java.lang.reflect.Method[] copyDefaults(java.lang.reflect.Method copy) {
+    if (copy == null) return new java.lang.reflect.Method[0];
+    java.lang.reflect.Type[] types = copy.getGenericParameterTypes();
+    java.lang.reflect.Method[] out = new java.lang.reflect.Method[types.length];
+    try {
+      for (int i = 0; i < types.length; i++) {
+        if (!types[i].getTypeName().contains("CatalogStatistics")) {
+          out[i] = CatalogTable.class.getMethod("copy$default$" + (i + 1));
+        }
+      }
+    } catch (NoSuchMethodException e) {
+      return new java.lang.reflect.Method[0]; // with COPY then unusable: withoutStatistics keeps the table
+    }
+    return out;
   }
 
   static boolean isHandled(CatalogTable table) {
