@@ -47,7 +47,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from bench_tpch import canonical, register_tables  # noqa: E402
+from bench_tpch import canonical, register_tables, warm_metastore  # noqa: E402
 from provenance import commit_label  # noqa: E402
 from tpch_data import ensure_lineitem  # noqa: E402
 from tpch_model import PLAIN, Q6_WHERE, TABLE  # noqa: E402
@@ -332,7 +332,6 @@ def main() -> int:
     parser.add_argument("--out", default=str(HERE / "results" / "overhead"))
     args = parser.parse_args()
 
-    from metastore.client import MetastoreClient
     from metastore.local import LocalMetastore
 
     ds = ensure_lineitem(HERE / "data", args.scale, args.files)
@@ -356,9 +355,7 @@ def main() -> int:
         mismatches = []
         for state in ("cold", "warm"):
             if state == "warm":
-                with MetastoreClient(uri) as client:
-                    for _ in range(args.metastore_warmup):
-                        client.get_table("tpch", "lineitem")
+                warm_metastore(uri, args.metastore_warmup)
             results["spark"][state] = {}
             for key, q in queries.items():
                 runs = measure(harness, q, args.repeat, args.warmup)
