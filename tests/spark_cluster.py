@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from metastore.local import free_port
+from metastore.service import free_port
 from storage_handler.home import spark_home
 
 LOOPBACK = "127.0.0.1"

@@ -54,7 +54,8 @@ def add_commands(sub: Any) -> None:
 def _follow(args: argparse.Namespace) -> int:
     from metastore.client import MetastoreClient
     from metastore.names import parse_table_name
-    from storage_handler.freshness.follower import Event, Follower, FollowOptions
+    from storage_handler.freshness.follow_events import Event, FollowOptions
+    from storage_handler.freshness.follower import Follower
     from storage_handler.freshness.stamps import exclusive
     from storage_handler.home import state_home
 
@@ -100,7 +101,7 @@ def _check(client: Any, tables: Sequence[Any], databases: Sequence[str]) -> None
     """Refuse, before following anything, a named database or table that does not exist or a table that is not
     registered."""
     from storage_handler.contract import PARAM_HANDLER
-    from storage_handler.freshness.follower import NotRegisteredError
+    from storage_handler.freshness.follow_events import NotRegisteredError
 
     for db in databases:
         client.get_database(db)

@@ -48,7 +48,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,15 +58,14 @@ from storage_handler.catalog.metastore_source import MetastorePartitions
 from storage_handler.catalog.partitions import Partition, parse_partition_name
 from storage_handler.contract import PARAM_HANDLER
 from storage_handler.errors import (
-    ConfigurationError,
     MetastoreUnavailableError,
     NoSuchObjectError,
     StorageHandlerError,
 )
-from storage_handler.freshness.lag import Lag, behind
+from storage_handler.freshness.follow_events import Event, FollowOptions, NotRegisteredError, TableUpdate
+from storage_handler.freshness.lag import behind
 from storage_handler.freshness.scoped import IndexedTable, ScopedUpdate, list_scope, update_partitions
 from storage_handler.freshness.stamps import (
-    RACY_MS,
     UNKNOWN,
     UNPUBLISHED,
     FolderSeen,
@@ -92,56 +91,6 @@ DISCOVERY_BATCH = 100  # tables per get_table_objects_by_name call
 #: an object-store table is listed at most once per this many times the last listing took (boto3 parses ~90 µs of
 #: CPU per object listed: 40,000 objects take ~3.5 s, so such a table is listed every 35 s, not every 10)
 LISTING_DUTY = 10
-
-
-class NotRegisteredError(ConfigurationError):
-    """A table the follower was asked to follow does not carry the handler's table parameter."""
-
-
-@dataclass(frozen=True, slots=True)
-class FollowOptions:
-    """How often to look (seconds): the metastore and local stamps every ``interval``; object-store listings every
-    ``listing_seconds``; every folder every ``sweep_seconds``; the table list every ``rescan_polls`` polls."""
-
-    interval: float = 2.0
-    sweep_seconds: float = 600.0
-    listing_seconds: float = 10.0
-    rescan_polls: int = 15
-    racy_ms: int = RACY_MS
-    max_backoff: float = 300.0
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One line of the follower's log: ``kind`` is started, watch, forget, update, warning, incident, recovered
-    or stopped; ``data`` holds the numbers (``--json`` prints them all)."""
-
-    kind: str
-    table: str | None
-    message: str
-    data: Mapping[str, Any] = field(default_factory=dict)
-    at: float = field(default_factory=time.time)
-
-    def as_dict(self) -> dict[str, Any]:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.at)) + f".{int(self.at * 1000) % 1000:03d}Z"
-        return {"event": self.kind, "table": self.table, "at": stamp, "message": self.message, **self.data}
-
-
-@dataclass(frozen=True, slots=True)
-class TableUpdate:
-    """One committed update: the partitions listed and dropped, the files it added, re-read and removed, the
-    index version it made current, and how far behind the index was (:class:`~.lag.Lag`)."""
-
-    table: str
-    partitions: tuple[str, ...]
-    dropped: tuple[str, ...]
-    added: int
-    changed: int
-    removed: int
-    version: int | None
-    lag: Lag
-    seconds: float
-    sweep: bool
 
 
 @dataclass(frozen=True, slots=True)

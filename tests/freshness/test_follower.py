@@ -27,7 +27,8 @@ import pytest
 
 from metastore.names import parse_table_name
 from storage_handler.errors import MetastoreUnavailableError
-from storage_handler.freshness.follower import Event, Follower, FollowOptions
+from storage_handler.freshness.follow_events import Event, FollowOptions
+from storage_handler.freshness.follower import Follower
 from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.registration.table_spec import build_partition
 from storage_handler.stats import load

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from metastore.names import parse_table_name
 from storage_handler.catalog.listing import list_partition_files
 from storage_handler.catalog.metastore_source import MetastorePartitions
-from storage_handler.freshness.follower import Follower, FollowOptions
+from storage_handler.freshness.follow_events import FollowOptions
+from storage_handler.freshness.follower import Follower
 from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.registration.table_spec import build_partition
 from storage_handler.stats import load

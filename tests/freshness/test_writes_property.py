@@ -31,7 +31,8 @@ from hypothesis import strategies as st
 
 from metastore.names import parse_table_name
 from storage_handler.cli.main import main
-from storage_handler.freshness.follower import Follower, FollowOptions
+from storage_handler.freshness.follow_events import FollowOptions
+from storage_handler.freshness.follower import Follower
 from storage_handler.registration.register import apply_registration, plan_registration
 from storage_handler.registration.table_spec import build_partition
 from tests.helpers import examples

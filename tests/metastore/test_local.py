@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from metastore.local import LocalMetastore, ServiceInfo
+from metastore.local import LocalMetastore
+from metastore.service import ServiceInfo
 from tests.helpers import run_hsh
 
 

@@ -141,7 +141,7 @@ def test_choose_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unreachable_master_is_one_line_naming_it(tmp_path: Path) -> None:
-    from metastore.local import free_port
+    from metastore.service import free_port
 
     make_table(tmp_path / "t", per_day=1)
     files = list_data_files(str(tmp_path / "t"), ["dt"])
