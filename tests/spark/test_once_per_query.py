@@ -92,3 +92,16 @@ def test_a_hiveserver2_query_plans_its_scan_once(hiveserver2, typed: Path) -> No
             assert cursor.fetchall()[0][0] > 0
             scans = _new_scans(before)
     _assert_once(scans, "spark-native")
+
+
+@pytest.mark.parametrize("where", [None, WHERE], ids=["unfiltered", "filtered"])
+def test_a_held_dataframe_prunes_afresh_for_every_action(spark, typed: Path, where: str | None) -> None:  # noqa: ANN001
+    """A DataFrame made once and acted on twice (a notebook's ``t = spark.table(...)``) lists and prunes for each
+    action: the answer its size estimate and listing share belongs to one query, never to the next one."""
+    held = spark.table(TABLE) if where is None else spark.table(TABLE).where(where)
+    held.select("c_bigint").collect()
+    for _ in range(2):
+        before = len(scan_history(TABLE))
+        held.select("c_bigint").collect()
+        scans = _new_scans(before)
+        assert len(scans) == 1, [s.get("path") for s in scans]  # none: the last action's answer was reused

@@ -50,8 +50,9 @@ import scala.Option;
  * <p>One pruning per query, started early: when {@link QueryFilterRule} hands the index its query's filters (in
  * the optimizer), the prune request is sent at once on a background thread, so the handler's listing and
  * statistics run while Spark finishes optimizing and planning; the size estimate and the listing that follow
- * take that answer (same predicates, within {@link #REUSE_NANOS}) instead of asking again. Nothing is cached
- * across queries: every query lists storage and reads the current index.
+ * take that answer (same predicates, within {@link #REUSE_NANOS}) instead of asking again, the listing once.
+ * Nothing is cached across queries, also not across actions on one DataFrame (which share this index when no
+ * filter sits above the scan): every query lists storage and reads the current index.
  */
 public final class HshFileIndex extends FileIndexBase {
   private static final Logger LOG = LoggerFactory.getLogger(HshFileIndex.class);
@@ -63,7 +64,8 @@ public final class HshFileIndex extends FileIndexBase {
   private final JsonNode fixedFiles; // files chosen before the query was built (read_table), else null
   private final String note; // what EXPLAIN adds to the index's name (files answered from the index), or null
   private volatile Long sizeInBytes;
-  private volatile Recent recent; // the last answer (or the one under way), reused for the same predicates
+  // the answer (or the one under way) of this query's size estimate or prefetch, for its listing to take once
+  private volatile Recent recent;
 
   /** An answer (possibly still under way) and the canonical predicates it was asked for. */
   private static final class Recent {
@@ -180,7 +182,7 @@ public final class HshFileIndex extends FileIndexBase {
 
   private List<PartitionDirectory> listed(List<Expression> exact, List<Expression> dataFilters) {
     if (fixedFiles != null) return keep(partitions(fixedFiles), exact);
-    JsonNode answer = scanOrReuse(canonical(queryFilters, exact, dataFilters));
+    JsonNode answer = scanOrReuse(canonical(queryFilters, exact, dataFilters), true);
     JsonNode m = Contract.answer(answer, "metrics", table.name);
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, metric(m, "files_kept"),
         metric(m, "files_total"), metric(m, "bytes_kept"), metric(m, "bytes_total"),
@@ -210,13 +212,16 @@ public final class HshFileIndex extends FileIndexBase {
   }
 
   /**
-   * The answer for {@code predicates} (keyed by canonical form): the size estimate's own answer when the listing
-   * that follows it within {@link #REUSE_NANOS} asks for the same predicates (one pruning per query, not two),
-   * else a fresh one. Every answer is recorded in the scan log.
+   * The answer for {@code predicates} (keyed by canonical form): the size estimate's own answer, or the prefetched
+   * one, when the {@code listing} that follows it within {@link #REUSE_NANOS} asks for the same predicates (one
+   * pruning per query, not two), else a fresh one. A listing takes the held answer once: the next listing of this
+   * index belongs to the next query (a DataFrame acted on again), which must see storage as it is then. Every
+   * answer is recorded in the scan log.
    */
-  private JsonNode scanOrReuse(Map<Expression, Expression> predicates) {
+  private JsonNode scanOrReuse(Map<Expression, Expression> predicates, boolean listing) {
     Recent last = recent;
     if (last != null && System.nanoTime() - last.nanos < REUSE_NANOS && last.predicates.equals(predicates.keySet())) {
+      if (listing) recent = null;
       long start = System.nanoTime();
       try {
         return last.answer.join();
@@ -228,7 +233,7 @@ public final class HshFileIndex extends FileIndexBase {
       }
     }
     JsonNode answer = scan(predicates.values(), true);
-    recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
+    if (!listing) recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
     return answer;
   }
 
@@ -244,7 +249,7 @@ public final class HshFileIndex extends FileIndexBase {
       } else {
         // the bytes the query will read: with the query's filters attached, a selective scan of a big table
         // looks small to join planning (broadcast) as it will be; without filters, every file
-        size = metric(Contract.answer(scanOrReuse(canonical(queryFilters, List.of(), List.of())), "metrics",
+        size = metric(Contract.answer(scanOrReuse(canonical(queryFilters, List.of(), List.of()), false), "metrics",
             table.name), "bytes_kept");
       }
       sizeInBytes = size;
