@@ -18,6 +18,8 @@ import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Coalesce;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.Literal$;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
@@ -61,10 +63,14 @@ import scala.runtime.AbstractPartialFunction;
  *   Aggregate(g, aggs)                       Aggregate(g, merge(aggs))          -- sum of counts, min of mins ...
  *     [Project]                  ==>           Union
  *       [Filter(cond)]                           LocalRelation(g, partial aggs)   -- the index's numbers, per partition
- *         LogicalRelation(HshFileIndex)          Aggregate(g, partial aggs)
- *                                                  [Project] [Filter(cond)]
+ *         LogicalRelation(HshFileIndex)          Project(g, each row's share)     -- 1 or 0 to count, the value
+ *                                                  [Project] [Filter(cond)]          for min / max
  *                                                    LogicalRelation(HshFileIndex over the other kept files)
  * </pre>
+ *
+ * <p>One aggregation over both, not an aggregation of the files read merged in a second one: Spark plans it as
+ * the query without the handler is planned (a partial aggregation per partition, one exchange, the final one),
+ * the index's rows being one more small partition.
  *
  * <p>One prune request decides it: the handler's strict evaluation says which kept files certainly match whole,
  * and which of those the index holds the numbers for ({@code storage_handler/spark/aggregates.py}: exact bounds
@@ -281,16 +287,14 @@ final class AggregateRule extends Rule<LogicalPlan> {
     for (Spec s : specs) {
       local.add(fresh(s.kind.name().toLowerCase() + "_of_" + answered + "_files_from_index", s.partialType(), true));
     }
-    List<NamedExpression> partial = new ArrayList<>(groups);
+    List<NamedExpression> perRow = new ArrayList<>(groups);
     for (Spec s : specs) {
-      // a fresh aggregate of the same function: an aggregate expression's result id belongs to one Aggregate
-      partial.add(alias(complete(((AggregateExpression) s.alias.child()).aggregateFunction()),
-          s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
+      perRow.add(alias(share(s), s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
     }
     LogicalPlan answers = Plans.localRelation(local, rows(groups, specs, matched));
     // nothing left to read: no scan of zero files and no aggregation of it, only the index's rows
     LogicalPlan union = read == 0 ? answers : new Union(Scala.seq(List.of(answers,
-        Plans.aggregate(new ArrayList<>(groups), partial, dataSide.child()))), false, false);
+        new Project(Scala.seq(perRow), dataSide.child()))), false, false);
 
     List<Expression> finalGroups = new ArrayList<>(local.subList(0, groups.size()));
     List<NamedExpression> finalAggs = new ArrayList<>();
@@ -316,6 +320,19 @@ final class AggregateRule extends Rule<LogicalPlan> {
       finalAggs.add(alias(merge, e.name(), e.exprId()));
     }
     return Plans.aggregate(finalGroups, finalAggs, union);
+  }
+
+  /** What one row read adds to {@code s}'s merge: 1 to a count of rows, 1 or 0 to a count of a column's values,
+   *  its value to a min or max (the merge skips nulls, as the aggregate itself does). */
+  private static Expression share(Spec s) {
+    switch (s.kind) {
+      case COUNT_ALL:
+        return Literal$.MODULE$.apply(1L);
+      case COUNT:
+        return new If(new IsNull(s.column), Literal$.MODULE$.apply(0L), Literal$.MODULE$.apply(1L));
+      default:
+        return s.column;
+    }
   }
 
   private static int indexOf(List<Spec> specs, Alias alias) {
