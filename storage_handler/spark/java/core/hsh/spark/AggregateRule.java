@@ -227,8 +227,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
         HshFileIndex.fixed(session, index.table(), rest, note)));
     Timings.record("aggregate_from_index", index.table().name, System.nanoTime(), "answered", answered.size(),
         "read", rest.size());
-    return merged(aggregate, groups, specs, matched, (Aggregate) rebuilt(aggregate, project, filter, restScan),
-        answered.size(), rest.size());
+    return merged(aggregate, groups, specs, matched, below(project, filter, restScan), answered.size(),
+        rest.size());
   }
 
   /** The spec of {@code alias} when it is an answerable aggregate of a stored data column, else null. */
@@ -271,17 +271,22 @@ final class AggregateRule extends Rule<LogicalPlan> {
 
   /** {@code aggregate} with its child chain rebuilt over {@code scan}. */
   private static LogicalPlan rebuilt(Aggregate aggregate, Project project, Filter filter, LogicalPlan scan) {
+    return aggregate.withNewChildren(Scala.seq(List.of(below(project, filter, scan))));
+  }
+
+  /** The aggregate's child chain ({@code [Project] [Filter]}) rebuilt over {@code scan}: the rows it reads. */
+  private static LogicalPlan below(Project project, Filter filter, LogicalPlan scan) {
     LogicalPlan child = scan;
     if (filter != null) child = filter.withNewChildren(Scala.seq(List.<LogicalPlan>of(child)));
     if (project != null) child = project.withNewChildren(Scala.seq(List.<LogicalPlan>of(child)));
-    return aggregate.withNewChildren(Scala.seq(List.<LogicalPlan>of(child)));
+    return child;
   }
 
-  /** The final aggregation over the index's rows and the partial aggregation of the files read. */
+  /** One aggregation over the index's rows and each of {@code readRows}' share. */
   private LogicalPlan merged(Aggregate original, List<AttributeReference> groups, List<Spec> specs,
-      JsonNode matched, Aggregate dataSide, int answered, int read) {
-    // the column names say in EXPLAIN what came from where: "count_of_150_files_from_index" under the
-    // LocalTableScan, "count_of_2_files_read" under the scan's aggregation
+      JsonNode matched, LogicalPlan readRows, int answered, int read) {
+    // the column names say in EXPLAIN what came from where: "count_all_of_150_files_from_index" under the
+    // LocalTableScan, "count_all_of_2_files_read" in the projection of the rows read
     List<Attribute> local = new ArrayList<>();
     for (AttributeReference g : groups) local.add(fresh(g.name(), g.dataType(), g.nullable()));
     for (Spec s : specs) {
@@ -292,9 +297,9 @@ final class AggregateRule extends Rule<LogicalPlan> {
       perRow.add(alias(share(s), s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
     }
     LogicalPlan answers = Plans.localRelation(local, rows(groups, specs, matched));
-    // nothing left to read: no scan of zero files and no aggregation of it, only the index's rows
+    // nothing left to read: no scan of zero files, only the index's rows
     LogicalPlan union = read == 0 ? answers : new Union(Scala.seq(List.of(answers,
-        new Project(Scala.seq(perRow), dataSide.child()))), false, false);
+        new Project(Scala.seq(perRow), readRows))), false, false);
 
     List<Expression> finalGroups = new ArrayList<>(local.subList(0, groups.size()));
     List<NamedExpression> finalAggs = new ArrayList<>();
