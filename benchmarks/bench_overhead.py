@@ -232,6 +232,20 @@ def hiveserver2(uri: str, home: Path, queries: dict[str, dict[str, str]], repeat
     return out
 
 
+def _naming(path: dict[str, Any], limit: dict[str, Any]) -> float:
+    """Milliseconds ``path`` spent resolving the table's name beyond what the limit's view spent."""
+    return float(path["rules"]["resolve_relations"] - limit["rules"]["resolve_relations"])
+
+
+def _outside_rules(path: dict[str, Any]) -> float:
+    return float(sum(path["phases"].values()) - sum(path["rules"].values()))
+
+
+def _running(path: dict[str, Any]) -> float:
+    """Milliseconds after planning: running the plan and returning its rows."""
+    return float(path["ms"] - sum(path["phases"].values()))
+
+
 def markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
@@ -284,24 +298,15 @@ def markdown(result: dict[str, Any]) -> str:
             h, lim, nat = s["handler"], s["limit"], s["native"]
             if "rules" not in h:
                 continue
-
-            def outside(p: dict[str, Any]) -> float:
-                return sum(p["phases"].values()) - sum(p["rules"].values())
-
-            def running(p: dict[str, Any]) -> float:
-                return p["ms"] - sum(p["phases"].values())
-
-            rr = h["rules"]["resolve_relations"] - lim["rules"]["resolve_relations"]
             lines.append(
-                f"| {state} | {key} | {h['ms'] - lim['ms']:.1f} | {rr:.1f} "
-                f"({nat['rules']['resolve_relations'] - lim['rules']['resolve_relations']:.1f}) | "
+                f"| {state} | {key} | {h['ms'] - lim['ms']:.1f} | {_naming(h, lim):.1f} ({_naming(nat, lim):.1f}) | "
                 f"{h['rules']['hsh_rules']:.1f} | {h['rules']['other_rules'] - lim['rules']['other_rules']:.1f} | "
-                f"{outside(h) - outside(lim):.1f} | {running(h) - running(lim):.1f} |")
+                f"{_outside_rules(h) - _outside_rules(lim):.1f} | {_running(h) - _running(lim):.1f} |")
     warm = result["spark"].get("warm", {}).get("point lookup")
     if warm and "rules" in warm["handler"]:
         h, lim, nat = warm["handler"], warm["limit"], warm["native"]
         gap = h["ms"] - lim["ms"]
-        name = h["rules"]["resolve_relations"] - lim["rules"]["resolve_relations"]
+        name = _naming(h, lim)
         allowed = (TARGET - 1) * lim["ms"]
         lines += ["", f"Reading the warm point lookup: of its {gap:.0f} ms gap, {name:.0f} ms is Spark resolving the "
                   f"table's name in the metastore, which Spark's own read of the plain table pays as well "
