@@ -28,6 +28,9 @@ from storage_handler.toolchain import compile_java
 
 log = logging.getLogger(__name__)
 EXTENSION_CLASS = "hsh.spark.HshExtensions"
+#: Spark's session catalog, re-using a registered table's definition while the metastore's is unchanged
+SESSION_CATALOG_CLASS = "hsh.spark.HshSessionCatalog"
+SESSION_CATALOG_SETTING = "spark.sql.catalog.spark_catalog"
 SOURCES = Path(__file__).with_name("java")
 CONTRACT = Path(__file__).parent.parent / "contract.json"  # the Java-Python contract, loaded by Contract.java
 
@@ -75,15 +78,44 @@ def line_resources(version: SparkVersion) -> list[tuple[Path, str]]:
 
 
 def native_scan_conf() -> dict[str, str]:
-    """Spark settings loading the session extension into a driver (empty, with a warning, without javac)."""
+    """Spark settings loading the session extension into a driver (empty, with a warning, without javac).
+
+    They include the handler's session catalog (``hsh.spark.HshSessionCatalog``: Spark's own, re-using a
+    registered table's definition while the metastore's table is unchanged) unless the Spark installation's
+    ``spark-defaults.conf`` already names one (Delta's, Iceberg's): that one is kept, and registered tables are
+    pruned all the same, each query then paying Spark's own table lookup."""
     classpath = extension_classpath()
     if classpath is None:
         log.warning("no javac (JDK) found: spark.sql reads registered tables natively without pruning; "
                     "read_table() still prunes; install a JDK 17 for Spark's native scan")
         return {}
-    return {
+    conf = {
         "spark.sql.extensions": EXTENSION_CLASS,
         "spark.driver.extraClassPath": str(classpath),
         # the JVM asks this interpreter which files to read: it has this project installed
         "spark.hsh.python": sys.executable,
     }
+    if SESSION_CATALOG_SETTING not in spark_defaults():
+        conf[SESSION_CATALOG_SETTING] = SESSION_CATALOG_CLASS
+    return conf
+
+
+def spark_defaults() -> dict[str, str]:
+    """The settings of the Spark installation's ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else
+    ``$SPARK_HOME/conf``); empty when there is none. Spark reads it when the JVM starts, after this package has
+    chosen its settings, so a catalog the installation configures is found here."""
+    import os
+
+    folder = os.environ.get("SPARK_CONF_DIR") or (
+        str(Path(os.environ["SPARK_HOME"], "conf")) if os.environ.get("SPARK_HOME") else None)
+    if folder is None:
+        return {}
+    path = Path(folder, "spark-defaults.conf")
+    if not path.is_file():
+        return {}
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        parts = line.strip().split(None, 1)
+        if parts and not parts[0].startswith("#"):
+            out[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    return out

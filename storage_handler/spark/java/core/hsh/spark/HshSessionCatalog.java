@@ -1,0 +1,104 @@
+package hsh.spark;
+
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalog;
+import org.apache.spark.sql.connector.catalog.DelegatingCatalogExtension;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.V1Table;
+import org.apache.spark.sql.hive.HiveExternalCatalog;
+import org.apache.spark.sql.hive.client.RawHiveTable;
+import org.apache.spark.sql.internal.SQLConf;
+import scala.Option;
+
+/**
+ * {@code spark.sql.catalog.spark_catalog=hsh.spark.HshSessionCatalog}: Spark's own session catalog, except that a
+ * registered table's definition is re-used across queries for as long as the metastore still holds exactly the
+ * same table.
+ *
+ * <p>Why: resolving a table's name costs every query one metastore {@code get_table}, its conversion into Spark's
+ * {@code CatalogTable} and, from Spark 4.0, a search for a data source named after the table's provider; for a
+ * point lookup that is about a tenth of the query (issue 30, {@code benchmarks/results/overhead.md}). Here a
+ * registered table costs one {@code get_table} through Spark's own Hive client (so Kerberos and the session's
+ * metastore settings apply as for every other call) and a comparison of the metastore's table object with the one
+ * the cached definition was made from; any difference (an {@code ALTER}, new statistics, a new location, a
+ * drop and re-create) and any change of the session's settings loads the definition afresh from Spark's catalog.
+ * Nothing is stale: the check is the very call Spark would make, only its conversion is skipped.
+ *
+ * <p>Only tables carrying the handler's parameter are cached, and only after one query found them so: every other
+ * table costs exactly what it costs without this class. A metastore client from another class loader
+ * ({@code spark.sql.hive.metastore.jars} set to other jars) has table objects this class cannot compare: then
+ * nothing is cached. A session that sets its own {@code spark_catalog} (Delta's, Iceberg's) keeps it; the handler
+ * prunes there all the same, only without this saving.
+ */
+public final class HshSessionCatalog extends DelegatingCatalogExtension {
+  /** Per registered table: its definition and what it was made from ({@link #NONE}: found registered, none held). */
+  private final Map<String, Entry> held = new ConcurrentHashMap<>();
+  private static final Entry NONE = new Entry(null, null, null);
+
+  private static final class Entry {
+    final Object metastoreTable; // the metastore's thrift Table the definition was made from
+    final scala.collection.Map<String, String> settings; // the session's settings it was made under
+    final Table table;
+
+    Entry(Object metastoreTable, scala.collection.Map<String, String> settings, Table table) {
+      this.metastoreTable = metastoreTable;
+      this.settings = settings;
+      this.table = table;
+    }
+  }
+
+  @Override
+  public Table loadTable(Identifier ident) throws NoSuchTableException {
+    if (ident.namespace().length != 1) return super.loadTable(ident);
+    String key = ident.namespace()[0] + "." + ident.name();
+    if (!held.containsKey(key)) {
+      Table table = super.loadTable(ident);
+      if (isHandled(table)) held.put(key, NONE);
+      return table;
+    }
+    long start = System.nanoTime();
+    Object now = metastoreTable(ident.namespace()[0], ident.name());
+    scala.collection.Map<String, String> settings = SQLConf.get().getAllConfs();
+    Entry entry = held.get(key);
+    if (now != null && entry != null && entry != NONE && now.equals(entry.metastoreTable)
+        && settings.equals(entry.settings)) {
+      Timings.record("table_definition", key, start, "reused", 1);
+      return entry.table;
+    }
+    // the metastore's object is read before Spark's: a change between the two reads makes the next check miss
+    Table table = super.loadTable(ident);
+    if (now != null && isHandled(table)) {
+      held.put(key, new Entry(now, settings, table));
+    } else {
+      held.remove(key);
+    }
+    Timings.record("table_definition", key, start, "reused", 0);
+    return table;
+  }
+
+  private static boolean isHandled(Table table) {
+    return table instanceof V1Table && HshTable.isHandled(((V1Table) table).v1Table());
+  }
+
+  /**
+   * The metastore's table object through Spark's Hive client (one {@code get_table}), or null when there is none
+   * to compare: no such table, no Hive catalog, or a client whose classes this class loader cannot see.
+   */
+  private static Object metastoreTable(String db, String name) {
+    Option<SparkSession> active = SparkSession.getActiveSession();
+    if (active.isEmpty()) return null;
+    ExternalCatalog catalog = active.get().sharedState().externalCatalog().unwrapped();
+    if (!(catalog instanceof HiveExternalCatalog)) return null;
+    Option<RawHiveTable> raw = ((HiveExternalCatalog) catalog).client().getRawHiveTableOption(db, name);
+
+    if (raw.isEmpty()) return null;
+    Object table = raw.get().rawTable();
+    if (!(table instanceof org.apache.hadoop.hive.ql.metadata.Table)) return null;
+    return Objects.requireNonNull(((org.apache.hadoop.hive.ql.metadata.Table) table).getTTable());
+  }
+}
