@@ -36,8 +36,12 @@ import scala.Option;
  * prunes there all the same, only without this saving.
  */
 public final class HshSessionCatalog extends DelegatingCatalogExtension {
-  /** Per registered table: its definition and what it was made from ({@link #NONE}: found registered, none held). */
-  private final Map<String, Entry> held = new ConcurrentHashMap<>();
+  /**
+   * Per registered table: its definition and what it was made from ({@link #NONE}: found registered, none held).
+   * One map for the driver, not one per session: a Thrift server opens a session per connection, and a definition
+   * made in one session serves another only under the very same settings.
+   */
+  private static final Map<String, Entry> HELD = new ConcurrentHashMap<>();
   private static final Entry NONE = new Entry(null, null, null);
 
   private static final class Entry {
@@ -56,15 +60,15 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
   public Table loadTable(Identifier ident) throws NoSuchTableException {
     if (ident.namespace().length != 1) return super.loadTable(ident);
     String key = ident.namespace()[0] + "." + ident.name();
-    if (!held.containsKey(key)) {
+    if (!HELD.containsKey(key)) {
       Table table = super.loadTable(ident);
-      if (isHandled(table)) held.put(key, NONE);
+      if (isHandled(table)) HELD.put(key, NONE);
       return table;
     }
     long start = System.nanoTime();
     Object now = metastoreTable(ident.namespace()[0], ident.name());
     scala.collection.Map<String, String> settings = SQLConf.get().getAllConfs();
-    Entry entry = held.get(key);
+    Entry entry = HELD.get(key);
     if (now != null && entry != null && entry != NONE && now.equals(entry.metastoreTable)
         && settings.equals(entry.settings)) {
       Timings.record("table_definition", key, start, "reused", 1);
@@ -73,9 +77,9 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
     // the metastore's object is read before Spark's: a change between the two reads makes the next check miss
     Table table = super.loadTable(ident);
     if (now != null && isHandled(table)) {
-      held.put(key, new Entry(now, settings, table));
+      HELD.put(key, new Entry(now, settings, table));
     } else {
-      held.remove(key);
+      HELD.remove(key);
     }
     Timings.record("table_definition", key, start, "reused", 0);
     return table;
