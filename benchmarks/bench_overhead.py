@@ -268,10 +268,11 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{s['limit']['ms']:.0f} | **{s['ratio']:.2f}×** | {resolved} |")
     lines += ["", "Where the handler's extra milliseconds go (medians, ms; Spark's phases against the limit's, the "
               "extension's JVM steps, the prune service's own phases):", "",
-              "| metastore | query | analysis | optimization | planning | JVM: resolve relation | JVM: prune round "
-              "trip (service inside it) | JVM: waiting for the prefetched answer | JVM: answer → partitions | "
-              "service: listing / stats / metastore | Hive client calls | scans, metastore calls, index loads, "
-              "index row groups read per query |", "|---|---|---|---|---|---:|---|---:|---:|---|---:|---|"]
+              "| metastore | query | analysis | optimization | planning | JVM: table definition check | JVM: resolve "
+              "relation | JVM: prune round trip (service inside it) | JVM: waiting for the prefetched answer | JVM: "
+              "answer → partitions | service: listing / stats / metastore | Hive client calls | scans, metastore "
+              "calls, index loads, index row groups read per query |",
+              "|---|---|---|---|---|---:|---:|---|---:|---:|---|---:|---|"]
     for state, queries in result["spark"].items():
         for key, s in queries.items():
             h, lim = s["handler"], s["limit"]
@@ -279,7 +280,7 @@ def markdown(result: dict[str, Any]) -> str:
             st = h["steps"]
             sv, c = h["service"], h["counts"]
             lines.append(
-                f"| {state} | {key} | {ph} | {st.get('resolve_relation', 0):.1f} | "
+                f"| {state} | {key} | {ph} | {st.get('table_definition', 0):.1f} | {st.get('resolve_relation', 0):.1f} | "
                 f"{st.get('prune_round_trip', 0):.1f} ({st.get('service_ms', 0):.1f}) | "
                 f"{st.get('answer_reused', 0):.1f} | {st.get('answer_to_partitions', 0):.1f} | "
                 f"{sv.get('seconds_listing', 0):.1f} / {sv.get('seconds_stats', 0):.1f} / "
@@ -288,9 +289,10 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{c.get('index_row_groups_read', 0):.0f} |")
     lines += ["", "The gap, handler minus limit, in Spark's terms (medians, ms; the rule times come from Spark's "
               "`RuleExecutor` metrics, so the parts need not sum exactly): resolving the table's name "
-              "(`ResolveRelations`: a temporary view against the metastore's `getTable` and its conversion, which the "
-              "native path pays too), the handler's own rules, Spark's other rules, the phases' time outside any "
-              "rule, and running the plan after planning:", "",
+              "(`ResolveRelations`: a temporary view against the metastore's `getTable` -- for the native path also "
+              "its conversion into Spark's definition, for the handler's session catalog only the check that the "
+              "definition it holds was made from the same metastore table), the handler's own rules, Spark's other "
+              "rules, the phases' time outside any rule, and running the plan after planning:", "",
               "| metastore | query | gap | resolving the name (native's) | handler's rules | other rules | "
               "phases outside rules | running the plan |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for state, queries in result["spark"].items():
@@ -309,8 +311,10 @@ def markdown(result: dict[str, Any]) -> str:
         name = _naming(h, lim)
         allowed = (TARGET - 1) * lim["ms"]
         lines += ["", f"Reading the warm point lookup: of its {gap:.0f} ms gap, {name:.0f} ms is Spark resolving the "
-                  f"table's name in the metastore, which Spark's own read of the plain table pays as well "
-                  f"({nat['rules']['resolve_relations']:.0f} ms) and the limit's temporary view does not; the "
+                  f"table's name against the metastore (one `get_table`, whose answer the handler's session catalog "
+                  f"compares with the one its definition was made from), which Spark's own read of the plain table "
+                  f"pays as well with the conversion added ({nat['rules']['resolve_relations']:.0f} ms) and the "
+                  f"limit's temporary view does not; the "
                   f"handler's own rules take {h['rules']['hsh_rules']:.1f} ms. The target allows {allowed:.0f} ms "
                   f"over this limit; the name's resolution alone uses {name / allowed:.0%} of that" + (
                       ", so while Spark looks a metastore table up for every query (and the limit looks up "
