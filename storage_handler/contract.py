@@ -59,6 +59,7 @@ SETTING_INDEX_ON_WRITE: str = _DATA["settings"]["index_on_write"]
 SETTING_INDEX_ON_WRITE_TIMEOUT: str = _DATA["settings"]["index_on_write_timeout"]
 SETTING_INDEX_ON_WRITE_ASYNC: str = _DATA["settings"]["index_on_write_async"]
 SETTING_OBSERVE_PARTITIONS: str = _DATA["settings"]["observe_partitions"]
+SETTING_DEFINITION_RECHECK: str = _DATA["settings"]["definition_recheck"]
 SCAN_REQUEST: tuple[str, ...] = tuple(_DATA["scan_request"])
 TABLE: tuple[str, ...] = tuple(_DATA["table"])
 ANSWER: tuple[str, ...] = tuple(_DATA["answer"])

@@ -25,6 +25,7 @@ final class Contract {
   static final String SETTING_INDEX_ON_WRITE_TIMEOUT = text("settings", "index_on_write_timeout");
   static final String SETTING_INDEX_ON_WRITE_ASYNC = text("settings", "index_on_write_async");
   static final String SETTING_OBSERVE_PARTITIONS = text("settings", "observe_partitions");
+  static final String SETTING_DEFINITION_RECHECK = text("settings", "definition_recheck");
   private static final String STORAGE_PREFIX = DATA.get("storage_settings_prefix").asText();
   private static final List<String> STORAGE_SECRETS = names("storage_secret_suffixes");
   private static final List<String> SCAN_REQUEST = names("scan_request");

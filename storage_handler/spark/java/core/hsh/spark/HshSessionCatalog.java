@@ -3,9 +3,14 @@ package hsh.spark;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalog;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogEvent;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogEventListener;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogWithListener;
+import org.apache.spark.sql.catalyst.catalog.TableEvent;
 import org.apache.spark.sql.connector.catalog.DelegatingCatalogExtension;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.Table;
@@ -29,6 +34,12 @@ import scala.Option;
  * drop and re-create) and any change of the session's settings loads the definition afresh from Spark's catalog.
  * Nothing is stale: the check is the very call Spark would make, only its conversion is skipped.
  *
+ * <p>{@code spark.hsh.tableDefinition.recheckSeconds} (default 0: every query checks) lets a definition checked
+ * less than that long ago be used without asking the metastore: the one round trip left is then saved too, and a
+ * change another process makes is seen within that many seconds. A change this driver makes (any {@code ALTER},
+ * {@code DROP}, {@code CREATE}, statistics from a write; every session of the driver) drops the definition at
+ * once, through Spark's catalog events, so a session always reads what it just wrote.
+ *
  * <p>Only tables carrying the handler's parameter are cached, and only after one query found them so: every other
  * table costs exactly what it costs without this class. A metastore client from another class loader
  * ({@code spark.sql.hive.metastore.jars} set to other jars) has table objects this class cannot compare: then
@@ -42,47 +53,112 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
    * made in one session serves another only under the very same settings.
    */
   private static final Map<String, Entry> HELD = new ConcurrentHashMap<>();
-  private static final Entry NONE = new Entry(null, null, null);
+  private static final Entry NONE = new Entry(null, null, null, 0);
+  /** Whether this driver's catalog changes reach {@link #HELD} (without them no check is ever skipped). */
+  private static final AtomicBoolean LISTENING = new AtomicBoolean();
 
   private static final class Entry {
     final Object metastoreTable; // the metastore's thrift Table the definition was made from
-    final scala.collection.Map<String, String> settings; // the session's settings it was made under
+    final Map<String, String> settings; // the session's settings it was made under (the handler's own aside)
     final Table table;
+    final long checkedNanos; // when the metastore last held exactly metastoreTable
 
-    Entry(Object metastoreTable, scala.collection.Map<String, String> settings, Table table) {
+    Entry(Object metastoreTable, Map<String, String> settings, Table table, long checkedNanos) {
       this.metastoreTable = metastoreTable;
       this.settings = settings;
       this.table = table;
+      this.checkedNanos = checkedNanos;
     }
   }
 
   @Override
   public Table loadTable(Identifier ident) throws NoSuchTableException {
     if (ident.namespace().length != 1) return super.loadTable(ident);
-    String key = ident.namespace()[0] + "." + ident.name();
+    String key = key(ident.namespace()[0], ident.name());
     if (!HELD.containsKey(key)) {
+      listen();
       Table table = super.loadTable(ident);
       if (isHandled(table)) HELD.put(key, NONE);
       return table;
     }
     long start = System.nanoTime();
-    Object now = metastoreTable(ident.namespace()[0], ident.name());
-    scala.collection.Map<String, String> settings = SQLConf.get().getAllConfs();
+    long recheck = recheckNanos();
+    Map<String, String> settings = settings();
     Entry entry = HELD.get(key);
+    if (entry != null && entry != NONE && settings.equals(entry.settings) && LISTENING.get()
+        && start - entry.checkedNanos < recheck) {
+      Timings.record("table_definition", key, start, "reused", 1, "checked", 0);
+      return entry.table;
+    }
+    Object now = metastoreTable(ident.namespace()[0], ident.name());
     if (now != null && entry != null && entry != NONE && now.equals(entry.metastoreTable)
         && settings.equals(entry.settings)) {
-      Timings.record("table_definition", key, start, "reused", 1);
+      HELD.replace(key, entry, new Entry(now, settings, entry.table, start));
+      Timings.record("table_definition", key, start, "reused", 1, "checked", 1);
       return entry.table;
     }
     // the metastore's object is read before Spark's: a change between the two reads makes the next check miss
     Table table = super.loadTable(ident);
     if (now != null && isHandled(table)) {
-      HELD.put(key, new Entry(now, settings, table));
+      HELD.put(key, new Entry(now, settings, table, start));
     } else {
       HELD.remove(key);
     }
-    Timings.record("table_definition", key, start, "reused", 0);
+    Timings.record("table_definition", key, start, "reused", 0, "checked", 1);
     return table;
+  }
+
+  /**
+   * The session's settings a definition depends on: all but the handler's own ({@code spark.hsh.*}, which never
+   * change how Spark reads a table's definition), so that toggling one of those does not make the definition anew.
+   */
+  private static Map<String, String> settings() {
+    Map<String, String> out = new java.util.HashMap<>();
+    for (Map.Entry<String, String> kv : Scala.map(SQLConf.get().getAllConfs()).entrySet()) {
+      if (!kv.getKey().startsWith(HANDLER_SETTINGS)) out.put(kv.getKey(), kv.getValue());
+    }
+    return out;
+  }
+
+  private static final String HANDLER_SETTINGS = "spark.hsh.";
+
+  private static String key(String db, String table) {
+    return db.toLowerCase(java.util.Locale.ROOT) + "." + table.toLowerCase(java.util.Locale.ROOT);
+  }
+
+  /** {@code spark.hsh.tableDefinition.recheckSeconds} in nanoseconds; 0 (every query checks) when not set. */
+  private static long recheckNanos() {
+    String value = SQLConf.get().getConfString(Contract.SETTING_DEFINITION_RECHECK, "0").trim();
+    try {
+      double seconds = Double.parseDouble(value);
+      if (seconds >= 0) return (long) (seconds * 1e9);
+    } catch (NumberFormatException ignored) {
+      // reported below
+    }
+    throw new IllegalArgumentException("hsh: " + Contract.SETTING_DEFINITION_RECHECK + " is '" + value
+        + "'; set it to a number of seconds (0: check the table's definition in the metastore for every query)");
+  }
+
+  /**
+   * Drops a held definition whenever this driver changes the table (or its database) through Spark's catalog:
+   * registered once per driver, on the first lookup.
+   */
+  private static void listen() {
+    if (LISTENING.get()) return;
+    Option<SparkSession> active = SparkSession.getActiveSession();
+    if (active.isEmpty()) return;
+    ExternalCatalog catalog = active.get().sharedState().externalCatalog();
+    if (!(catalog instanceof ExternalCatalogWithListener) || !LISTENING.compareAndSet(false, true)) return;
+    ((ExternalCatalogWithListener) catalog).addListener(new ExternalCatalogEventListener() {
+      @Override
+      public void onEvent(ExternalCatalogEvent event) {
+        if (event instanceof TableEvent) {
+          HELD.remove(key(((TableEvent) event).database(), ((TableEvent) event).name()));
+        } else {
+          HELD.clear(); // a database created, altered or dropped: start over
+        }
+      }
+    });
   }
 
   private static boolean isHandled(Table table) {
@@ -99,7 +175,6 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
     ExternalCatalog catalog = active.get().sharedState().externalCatalog().unwrapped();
     if (!(catalog instanceof HiveExternalCatalog)) return null;
     Option<RawHiveTable> raw = ((HiveExternalCatalog) catalog).client().getRawHiveTableOption(db, name);
-
     if (raw.isEmpty()) return null;
     Object table = raw.get().rawTable();
     if (!(table instanceof org.apache.hadoop.hive.ql.metadata.Table)) return null;
