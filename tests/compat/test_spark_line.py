@@ -100,6 +100,27 @@ def test_spark_sql_prunes_and_returns_the_rows_in_the_files(spark, typed: Path) 
     assert "HshFileIndex" in plan
 
 
+def test_the_session_catalog_reuses_a_definition_until_the_metastore_changes(spark, typed: Path,  # noqa: ANN001
+                                                                           metastore_uri: str) -> None:
+    """The handler's session catalog on this line: Spark's V1 table and the metastore's table object compare."""
+    from metastore.client import MetastoreClient
+
+    def checks() -> list[float]:
+        spark._jvm.hsh.spark.Timings.drain()
+        assert _counts(spark, TABLE, WHERES[0]) == _expected_counts(typed)[WHERES[0]]
+        return [e["reused"] for e in json.loads(spark._jvm.hsh.spark.Timings.drain())
+                if e["step"] == "table_definition"]
+
+    for _ in range(2):
+        checks()
+    assert checks() == [1]
+    with MetastoreClient(metastore_uri) as client:  # another client changes the table
+        table = client.get_table(*TABLE.split("."))
+        table.parameters["hsh.test.touched"] = str(dt.datetime.now().timestamp())
+        client.alter_table(table)
+    assert checks() == [0]
+
+
 def test_read_table_prunes_and_returns_the_rows_in_the_files(spark, typed: Path) -> None:  # noqa: ANN001
     expected = _expected_counts(typed)
     for where in WHERES:
