@@ -52,6 +52,14 @@ def _move(metastore_uri: str, table: str, folder: Path) -> None:
         client.alter_table(hms_table)
 
 
+def _held(spark, root: Path, metastore_uri: str, table: str) -> Path:  # noqa: ANN001
+    """``table`` registered and queried twice (a definition held); the folder to move it to."""
+    _, second = _register(root, metastore_uri, table)
+    for _ in range(2):
+        assert _run(spark, f"SELECT sum(x) FROM {table}")[0] == 55
+    return second
+
+
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> tuple[Path, Path]:
     return _register(tmp_path_factory.mktemp("defs"), metastore_uri, TABLE)
@@ -100,12 +108,9 @@ def test_a_definition_is_reused_until_the_metastore_changes_it(spark, folders, m
 
 def test_a_recheck_interval_bounds_how_late_another_process_change_is_seen(spark, recheck, tmp_path: Path,  # noqa: ANN001
                                                                          metastore_uri: str) -> None:
-    table = "defs.rechecked"
-    _, second = _register(tmp_path, metastore_uri, table)
-    sql = f"SELECT sum(x) FROM {table}"
+    table, sql, second = "defs.rechecked", "SELECT sum(x) FROM defs.rechecked", _held(spark, tmp_path, metastore_uri,
+                                                                                   "defs.rechecked")
     recheck(3)
-    for _ in range(2):
-        assert _run(spark, sql)[0] == 55
     value, checks, calls = _run(spark, sql)
     assert value == 55 and [(c["reused"], c["checked"]) for c in checks] == [(1, 0)] and calls == 0
     _move(metastore_uri, table, second)
@@ -117,12 +122,9 @@ def test_a_recheck_interval_bounds_how_late_another_process_change_is_seen(spark
 
 def test_this_drivers_own_change_is_seen_at_once_whatever_the_interval(spark, recheck, tmp_path: Path,  # noqa: ANN001
                                                                      metastore_uri: str) -> None:
-    table = "defs.own"
-    _, second = _register(tmp_path, metastore_uri, table)
-    sql = f"SELECT sum(x) FROM {table}"
+    table, sql, second = "defs.own", "SELECT sum(x) FROM defs.own", _held(spark, tmp_path, metastore_uri, "defs.own")
     recheck(3600)
-    for _ in range(3):
-        assert _run(spark, sql)[0] == 55
+    assert _run(spark, sql)[0] == 55
     spark.sql(f"ALTER TABLE {table} SET LOCATION '{second.as_uri()}'")  # through Spark's catalog: an event
     value, checks, _ = _run(spark, sql)
     assert value == sum(range(100, 105)), "the session's own ALTER was not seen"
