@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,15 @@ def spark_home() -> Path:
             "Spark installation"
         ) from e
     return Path(pyspark.__file__).resolve().parent
+
+
+def spark_conf_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Spark's configuration folder as a cluster's Spark finds it: ``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``;
+    None when neither is set (``spark-defaults.conf`` and ``hive-site.xml`` live there)."""
+    env = os.environ if environ is None else environ
+    if env.get("SPARK_CONF_DIR"):
+        return Path(env["SPARK_CONF_DIR"])
+    return Path(env["SPARK_HOME"], "conf") if env.get("SPARK_HOME") else None
 
 
 def spark_jars() -> Path:

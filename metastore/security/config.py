@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metastore.security.errors import KerberosConfigurationError
+from storage_handler.home import spark_conf_dir
 
 # environment variables a parent process sets for the children it starts (names proposed for the project)
 ENV_SASL = "HSH_METASTORE_SASL"
@@ -138,10 +139,9 @@ def site_folders(environ: Mapping[str, str] | None = None) -> list[tuple[Path, t
     folders: list[tuple[Path, tuple[str, ...]]] = []
     if env.get("HADOOP_CONF_DIR"):
         folders.append((Path(env["HADOOP_CONF_DIR"]), ("core-site.xml", "hive-site.xml")))
-    spark_conf_dir = env.get("SPARK_CONF_DIR") or (str(Path(env["SPARK_HOME"]) / "conf") if env.get("SPARK_HOME")
-                                                   else None)
-    if spark_conf_dir:
-        folders.append((Path(spark_conf_dir), ("hive-site.xml",)))
+    spark_conf = spark_conf_dir(env)
+    if spark_conf is not None:
+        folders.append((spark_conf, ("hive-site.xml",)))
     if env.get("HIVE_CONF_DIR"):
         folders.append((Path(env["HIVE_CONF_DIR"]), ("hive-site.xml",)))
     return folders

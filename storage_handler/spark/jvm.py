@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from storage_handler.errors import UnsupportedSparkError
-from storage_handler.home import SparkVersion, spark_jars, spark_version
+from storage_handler.home import SparkVersion, spark_conf_dir, spark_jars, spark_version
 from storage_handler.toolchain import compile_java
 
 log = logging.getLogger(__name__)
@@ -104,14 +104,9 @@ def spark_defaults() -> dict[str, str]:
     """The settings of the Spark installation's ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else
     ``$SPARK_HOME/conf``); empty when there is none. Spark reads it when the JVM starts, after this package has
     chosen its settings, so a catalog the installation configures is found here."""
-    import os
-
-    folder = os.environ.get("SPARK_CONF_DIR") or (
-        str(Path(os.environ["SPARK_HOME"], "conf")) if os.environ.get("SPARK_HOME") else None)
-    if folder is None:
-        return {}
-    path = Path(folder, "spark-defaults.conf")
-    if not path.is_file():
+    folder = spark_conf_dir()
+    path = None if folder is None else folder / "spark-defaults.conf"
+    if path is None or not path.is_file():
         return {}
     out: dict[str, str] = {}
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
