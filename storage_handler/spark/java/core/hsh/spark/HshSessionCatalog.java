@@ -56,6 +56,8 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
   private static final Entry NONE = new Entry(null, null, null, 0);
   /** Whether this driver's catalog changes reach {@link #HELD} (without them no check is ever skipped). */
   private static final AtomicBoolean LISTENING = new AtomicBoolean();
+  /** The handler's own settings' prefix: none of them changes how Spark reads a table's definition. */
+  private static final String HANDLER_SETTINGS = "spark.hsh.";
 
   private static final class Entry {
     final Object metastoreTable; // the metastore's thrift Table the definition was made from
@@ -85,17 +87,17 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
     long recheck = recheckNanos();
     Map<String, String> settings = settings();
     Entry entry = HELD.get(key);
-    if (entry != null && entry != NONE && settings.equals(entry.settings) && LISTENING.get()
-        && start - entry.checkedNanos < recheck) {
+    // a definition made under these settings, if one is held
+    Entry usable = entry != null && entry != NONE && settings.equals(entry.settings) ? entry : null;
+    if (usable != null && LISTENING.get() && start - usable.checkedNanos < recheck) {
       Timings.record("table_definition", key, start, "reused", 1, "checked", 0);
-      return entry.table;
+      return usable.table;
     }
     Object now = metastoreTable(ident.namespace()[0], ident.name());
-    if (now != null && entry != null && entry != NONE && now.equals(entry.metastoreTable)
-        && settings.equals(entry.settings)) {
-      HELD.replace(key, entry, new Entry(now, settings, entry.table, start));
+    if (usable != null && usable.metastoreTable.equals(now)) {
+      HELD.replace(key, usable, new Entry(now, settings, usable.table, start));
       Timings.record("table_definition", key, start, "reused", 1, "checked", 1);
-      return entry.table;
+      return usable.table;
     }
     // the metastore's object is read before Spark's: a change between the two reads makes the next check miss
     Table table = super.loadTable(ident);
@@ -119,8 +121,6 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
     }
     return out;
   }
-
-  private static final String HANDLER_SETTINGS = "spark.hsh.";
 
   private static String key(String db, String table) {
     return db.toLowerCase(java.util.Locale.ROOT) + "." + table.toLowerCase(java.util.Locale.ROOT);
