@@ -191,9 +191,9 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                        } if service else {},
         }
     out["ratio"] = out["handler"]["ms"] / out["limit"]["ms"]
-    out["ratio_resolved"] = out["resolved"]["ms"] / out["limit"]["ms"]
-    if "rechecked" in out:
-        out["ratio_rechecked"] = out["rechecked"]["ms"] / out["limit"]["ms"]
+    for path in ("resolved", "rechecked"):
+        if path in out:
+            out[f"ratio_{path}"] = out[path]["ms"] / out["limit"]["ms"]
     return out
 
 
@@ -276,12 +276,10 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     for state, queries in result["spark"].items():
         for key, s in queries.items():
-            resolved = (f"{s['resolved']['ms']:.0f} | **{s['ratio_resolved']:.2f}×**" if "resolved" in s
-                        else "– | –")
-            rechecked = (f"{s['rechecked']['ms']:.0f} | **{s['ratio_rechecked']:.2f}×**" if "rechecked" in s
-                         else "– | –")
+            beside = " | ".join(f"{s[p]['ms']:.0f} | **{s[f'ratio_{p}']:.2f}×**" if p in s else "– | –"
+                                for p in ("resolved", "rechecked"))
             lines.append(f"| {state} | {key} | {s['native']['ms']:.0f} | {s['handler']['ms']:.0f} | "
-                         f"{s['limit']['ms']:.0f} | **{s['ratio']:.2f}×** | {resolved} | {rechecked} |")
+                         f"{s['limit']['ms']:.0f} | **{s['ratio']:.2f}×** | {beside} |")
     lines += ["", "Where the handler's extra milliseconds go (medians, ms; Spark's phases against the limit's, the "
               "extension's JVM steps, the prune service's own phases):", "",
               "| metastore | query | analysis | optimization | planning | JVM: table definition check | JVM: resolve "
