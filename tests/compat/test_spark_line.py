@@ -121,6 +121,33 @@ def test_the_session_catalog_reuses_a_definition_until_the_metastore_changes(spa
     assert checks() == [0]
 
 
+def test_aggregates_from_the_index_in_the_driver_and_in_spark_s_plan(spark, typed: Path) -> None:  # noqa: ANN001
+    """``count`` / ``min`` / ``max`` answered from the index on this line: in the driver (this line's
+    ``IndexAnswerExec``) and through Spark's plan of the rewrite, each equal to pyarrow's answer from the files."""
+    table = ds.dataset(typed, format="parquet", partitioning="hive").to_table()
+    mask = pc.or_kleene(pc.equal(table.column("region"), "eu"), pc.greater(table.column("c_bigint"), 400))
+    kept = table.filter(pc.fill_null(mask, False))  # the files of `eu` are whole: answered
+    groups = kept.group_by("region").aggregate([("c_bigint", "count"), ("c_bigint", "min"), ("c_bigint", "max")])
+    expected = sorted(zip(*(groups.column(c).to_pylist() for c in
+                            ("region", "c_bigint_count", "c_bigint_min", "c_bigint_max")), strict=True), key=repr)
+    sql = (f"SELECT region, count(c_bigint), min(c_bigint), max(c_bigint) FROM {TABLE} WHERE region = 'eu' OR c_bigint > 400 "
+           "GROUP BY region")
+    spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", "0")
+    try:
+        for driver_bytes, exec_name in (("4194304", "HshAggregateFromIndex"), ("0", "LocalTableScan")):
+            spark.conf.set("spark.hsh.aggregates.driverReadBytes", driver_bytes)
+            spark._jvm.hsh.spark.Timings.drain()
+            rows = sorted((tuple(r) for r in spark.sql(sql).collect()), key=repr)
+            assert rows == expected, driver_bytes
+            steps = [e for e in json.loads(spark._jvm.hsh.spark.Timings.drain()) if e["step"].startswith("aggregate")]
+            assert any(e["step"] == "aggregate_from_index" and e["answered"] > 0 for e in steps), steps
+            assert any(e["step"] == "aggregate_in_driver" for e in steps) == (driver_bytes != "0"), steps
+            assert exec_name in spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.hsh.aggregates.minAnsweredBytes")
+        spark.conf.unset("spark.hsh.aggregates.driverReadBytes")
+
+
 def test_read_table_prunes_and_returns_the_rows_in_the_files(spark, typed: Path) -> None:  # noqa: ANN001
     expected = _expected_counts(typed)
     for where in WHERES:

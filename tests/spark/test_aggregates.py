@@ -86,6 +86,7 @@ def answer_whatever_it_saves(spark):  # noqa: ANN001, ANN201
     spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", "0")
     yield
     spark.conf.unset("spark.hsh.aggregates.minAnsweredBytes")
+    spark.conf.unset(DRIVER_BYTES)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,9 @@ def duckdb_rows(root: Path, sql: str) -> list[Any]:
     return duckdb.sql(sql.replace("{t}", source)).fetchall()
 
 
-def run_case(spark: Any, catalog: Any, root: Path, seed: int, where: str, mutate: bool) -> None:
+def run_case(spark: Any, catalog: Any, root: Path, seed: int, where: str, mutate: bool, driver: bool) -> None:
+    """``driver``: whether the files left to read may be read in the driver (``IndexAnswer``) or only by Spark's
+    plan of the rewrite."""
     from storage_handler.stats import update_index  # noqa: F401  (registration indexes; refresh is not needed)
 
     files = write_table(root, seed)
@@ -141,12 +144,17 @@ def run_case(spark: Any, catalog: Any, root: Path, seed: int, where: str, mutate
         pq.write_table(_rows(rng, 7, 900, None, False), files[0])
         pq.write_table(_rows(rng, 3, 950, None, False), files[0].parent / "part-new.parquet")
     _answered(spark)
+    spark.conf.set(DRIVER_BYTES, str(4 << 20) if driver else "0")
     for template in QUERIES:
         sql = template.format(t="{t}", w=where)
         ours = canonical(spark.sql(sql.replace("{t}", handled)).collect())
-        if any(step["answered"] for step in _answered(spark)):
+        steps = _answered(spark)
+        if any(step["answered"] for step in steps if step["step"] == "aggregate_from_index"):
             event("some files answered from the index")
-        theirs = canonical(spark.sql(sql.replace("{t}", plain)).collect())
+        if any(step["step"] == "aggregate_in_driver" for step in steps):
+            event("answered in the driver")
+            assert driver, "answered in the driver with spark.hsh.aggregates.driverReadBytes=0"
+        theirs = canonical(spark.sql(sql.replace("{t}", plain)).collect())  # (a plain table: no rewrite)
         assert ours == theirs, f"{sql} on {handled}: handler {ours} != plain Spark {theirs}"
         if template in DUCKDB_SAFE and "upper(" not in where and "f >" not in where:
             expected = canonical(duckdb_rows(root, sql))
@@ -156,12 +164,12 @@ def run_case(spark: Any, catalog: Any, root: Path, seed: int, where: str, mutate
 @settings(max_examples=examples(20), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), template=FILTERS, n=st.integers(0, 250), m=st.integers(0, 250),
-       p=st.integers(0, 2), day=st.integers(1, 28), mutate=st.booleans())
+       p=st.integers(0, 2), day=st.integers(1, 28), mutate=st.booleans(), driver=st.booleans())
 def test_aggregates_equal_plain_spark_and_duckdb(spark, catalog, tmp_path_factory, seed: int,  # noqa: ANN001
                                                  template: str, n: int, m: int, p: int, day: int,
-                                                 mutate: bool) -> None:
+                                                 mutate: bool, driver: bool) -> None:
     root = tmp_path_factory.mktemp("agg") / "table"
-    run_case(spark, catalog, root, seed, template.format(n=n, m=m, p=p, day=day), mutate)
+    run_case(spark, catalog, root, seed, template.format(n=n, m=m, p=p, day=day), mutate, driver)
 
 
 # ------------------------------------------------------------------------------------- the rewrite, shown
@@ -184,26 +192,112 @@ def _plan(spark: Any, sql: str) -> str:
 
 
 def _answered(spark: Any) -> list[dict[str, Any]]:
-    return [e for e in json.loads(spark._jvm.hsh.spark.Timings.drain()) if e["step"] == "aggregate_from_index"]
+    """The rewrites recorded since the last call (``aggregate_from_index``), and the answers computed in the driver
+    (``aggregate_in_driver``)."""
+    return [e for e in json.loads(spark._jvm.hsh.spark.Timings.drain())
+            if e["step"] in ("aggregate_from_index", "aggregate_in_driver")]
+
+
+def _rewrites(spark: Any) -> list[dict[str, Any]]:
+    return [e for e in _answered(spark) if e["step"] == "aggregate_from_index"]
+
+
+DRIVER_BYTES = "spark.hsh.aggregates.driverReadBytes"
+# EXPLAIN of a rewrite: Spark's plan of it names the index's columns ("count_all_of_5_files_from_index"), the
+# answer in the driver says what it answered ("5 files answered from the index")
+FROM_INDEX = re.compile(r"_of_(\d+)_files_from_index|(\d+) files answered from the index")
+
+
+def _from_index(plan: str) -> int | None:
+    """How many files ``plan`` answers from the index, or None when it is not rewritten."""
+    found = FROM_INDEX.search(plan)
+    return None if found is None else int(found.group(1) or found.group(2))
 
 
 def test_explain_shows_the_rewrite_only_where_it_applies(spark, dated) -> None:  # noqa: ANN001
     handled, _, _ = dated
     where = "d BETWEEN DATE '2024-01-03' AND DATE '2024-01-07'"
-    plan = _plan(spark, f"SELECT count(*), max(i) FROM {handled} WHERE {where}")
+    query = f"SELECT count(*), max(i) FROM {handled} WHERE {where}"
+    plan = _plan(spark, query)  # nothing left to read: answered in the driver, no scan, no job
+    assert plan.startswith("HshAggregateFromIndex") and "5 files answered from the index, 0 files" in plan
+    assert "FileScan" not in plan
+    spark.conf.set(DRIVER_BYTES, "0")  # Spark's plan of the same rewrite
+    try:
+        plan = _plan(spark, query)
+    finally:
+        spark.conf.unset(DRIVER_BYTES)
     assert "LocalTableScan" in plan and "count_all_of_5_files_from_index" in plan
-    assert "files_read" not in plan and "FileScan" not in plan  # nothing left to read: no scan at all
+    assert "files_read" not in plan and "FileScan" not in plan and "HshAggregateFromIndex" not in plan
     for sql in (f"SELECT sum(i) FROM {handled} WHERE {where}",  # not an answerable function
                 f"SELECT s, count(*) FROM {handled} WHERE {where} GROUP BY s",  # grouped by a data column
                 f"SELECT count(DISTINCT i) FROM {handled} WHERE {where}",
                 f"SELECT max(i + 1) FROM {handled} WHERE {where}",  # an expression over a column
                 f"SELECT min(s) FROM {handled} WHERE {where}"):  # strings: no exact bounds
-        assert "files_from_index" not in _plan(spark, sql), sql
+        assert _from_index(_plan(spark, sql)) is None, sql
     spark.conf.set("spark.hsh.aggregates", "false")
     try:
-        assert "files_from_index" not in _plan(spark, f"SELECT count(*) FROM {handled} WHERE {where}")
+        assert _from_index(_plan(spark, f"SELECT count(*) FROM {handled} WHERE {where}")) is None
     finally:
         spark.conf.unset("spark.hsh.aggregates")
+
+
+def _jobs(spark: Any, action: Any) -> tuple[Any, int]:
+    """``action()``'s result and the number of Spark jobs it ran."""
+    group = f"hsh-test-{next(_counter)}"
+    spark.sparkContext.setJobGroup(group, "counting jobs")
+    try:
+        result = action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_answered_in_the_driver_runs_no_job_and_equals_plain_spark(spark, dated) -> None:  # noqa: ANN001
+    from pyspark.sql import functions as F
+
+    handled, plain, _ = dated
+    where = "d BETWEEN DATE '2024-01-03' AND DATE '2024-01-07' AND i % 10 < 6"  # every file cut: all read
+    sql = "SELECT count(*) AS n, min(i) AS lo, max(d) AS hi, count(s) AS c FROM {t} WHERE d >= DATE '2024-01-04'"
+    ours, jobs = _jobs(spark, lambda: spark.sql(sql.format(t=handled)).collect())
+    assert ours == spark.sql(sql.format(t=plain)).collect() and ours[0]["n"] == 70
+    assert jobs == 0  # seven files answered, none read: no job
+    steps = _answered(spark)
+    assert [(e["answered"], e["read"], e["rows_read"]) for e in steps if e["step"] == "aggregate_in_driver"] == [
+        (7, 0, 0)]  # no file read
+    count, jobs = _jobs(spark, lambda: spark.table(handled).where("d >= DATE '2024-01-04' AND i < 55").count())
+    assert count == spark.table(plain).where("d >= DATE '2024-01-04' AND i < 55").count() == 25 and jobs == 0
+    # no file whole: nothing answered, so nothing rewritten: Spark's own plan (its jobs)
+    mixed = f"SELECT count(*) FROM {{t}} WHERE {where}"
+    assert _from_index(_plan(spark, mixed.format(t=handled))) is None
+    # an operator above the answer (a sort) gets its rows as one partition
+    grouped = ("SELECT d, count(*) AS n, max(i) AS hi FROM {t} WHERE d >= DATE '2024-01-08' GROUP BY d "
+               "ORDER BY d DESC")
+    _answered(spark)
+    ours = spark.sql(grouped.format(t=handled)).collect()
+    assert ours == spark.sql(grouped.format(t=plain)).collect() and len(ours) == 3
+    df = spark.table(handled).where("d >= DATE '2024-01-06'").agg(F.min("i"), F.max("i"), F.count(F.lit(1)))
+    assert df.collect() == spark.table(plain).where("d >= DATE '2024-01-06'").agg(
+        F.min("i"), F.max("i"), F.count(F.lit(1))).collect()
+
+
+def test_files_left_to_read_above_the_driver_limit_are_read_by_spark(spark, dated) -> None:  # noqa: ANN001
+    handled, plain, _ = dated
+    sql = "SELECT count(*), max(i) FROM {t} WHERE i >= 15 AND d <= DATE '2024-01-05'"  # day 2 cut: read
+    spark.conf.set(DRIVER_BYTES, "1")  # below any file's size
+    plan = _plan(spark, sql.format(t=handled))
+    assert "HshAggregateFromIndex" not in plan and "count_all_of_3_files_from_index" in plan
+    assert "count_all_of_1_files_read" in plan
+    ours, jobs = _jobs(spark, lambda: spark.sql(sql.format(t=handled)).collect())
+    assert ours == spark.sql(sql.format(t=plain)).collect() and jobs >= 1
+    spark.conf.unset(DRIVER_BYTES)
+    plan = _plan(spark, sql.format(t=handled))
+    assert "HshAggregateFromIndex" in plan and "3 files answered from the index, 1 file (" in plan
+    ours, jobs = _jobs(spark, lambda: spark.sql(sql.format(t=handled)).collect())
+    assert ours == spark.sql(sql.format(t=plain)).collect() and jobs == 0
+    assert [e["rows_read"] for e in _answered(spark) if e["step"] == "aggregate_in_driver"][-1] == 10  # day 2's
+    spark.conf.set(DRIVER_BYTES, "lots")
+    with pytest.raises(Exception, match="driverReadBytes is 'lots'; set it to a whole number of bytes"):
+        spark.sql(sql.format(t=handled)).collect()
 
 
 def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
@@ -213,10 +307,10 @@ def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
     where = "d >= DATE '2024-01-05'"
     _answered(spark)
     assert spark.table(handled).where(where).count() == spark.table(plain).where(where).count() == 60
-    assert _answered(spark)[-1]["answered"] == 6  # days 5..10: one file each
+    assert _rewrites(spark)[-1]["answered"] == 6  # days 5..10: one file each
     assert spark.table(handled).where(where).agg(F.max("i"), F.min("d")).collect() == \
         spark.table(plain).where(where).agg(F.max("i"), F.min("d")).collect()
-    assert _answered(spark)[-1]["answered"] == 6
+    assert _rewrites(spark)[-1]["answered"] == 6
 
 
 def test_a_file_changed_after_indexing_is_read_not_answered(spark, dated, catalog) -> None:  # noqa: ANN001
@@ -233,7 +327,7 @@ def test_a_file_changed_after_indexing_is_read_not_answered(spark, dated, catalo
         _answered(spark)
         sql = "SELECT count(*), max(i) FROM {} WHERE d <= DATE '2024-01-05'"
         assert spark.sql(sql.format(handled)).collect() == spark.sql(sql.format(plain)).collect()
-        step = _answered(spark)[-1]
+        step = _rewrites(spark)[-1]
         assert step["answered"] == 4 and step["read"] == 1  # part-3 is read; four unchanged files answered
     finally:
         os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
@@ -248,13 +342,19 @@ def test_small_savings_are_read_and_nothing_left_to_read_is_answered(spark, cata
                                  "s": pa.array(["v"] * 10)}), root / f"part-{k}.parquet")
     handled, _ = register_pair(catalog, root)
     spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", str(1 << 30))
-    # three files whole (answered) and one cut by the filter (read): an extra job for a few KB -- read them all
     mixed = f"SELECT count(*) FROM {handled} WHERE i < 35"
-    assert "files_from_index" not in _plan(spark, mixed)
     whole = f"SELECT count(*) FROM {handled} WHERE d >= DATE '2024-02-01'"
-    assert "count_all_of_4_files_from_index" in _plan(spark, whole)  # nothing to read: always worth it
-    spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", "0")
-    assert "count_all_of_3_files_from_index" in _plan(spark, mixed)  # the same query, below the threshold
+    # the rest is small: read in the driver, no job at all -- whatever the index saves is worth it
+    assert "3 files answered from the index, 1 file (" in _plan(spark, mixed)
+    spark.conf.set(DRIVER_BYTES, "0")
+    try:
+        # three files whole (answered) and one cut by the filter (read): an extra job for a few KB -- read them all
+        assert _from_index(_plan(spark, mixed)) is None
+        assert "count_all_of_4_files_from_index" in _plan(spark, whole)  # nothing to read: always worth it
+        spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", "0")
+        assert "count_all_of_3_files_from_index" in _plan(spark, mixed)  # the same query, below the threshold
+    finally:
+        spark.conf.unset(DRIVER_BYTES)
 
 
 def _steps(spark: Any, name: str) -> int:
@@ -271,6 +371,7 @@ def test_a_declined_query_plans_without_asking_until_its_table_is_refreshed(spar
     handled, plain = register_pair(catalog, root)
     spark._jvm.hsh.spark.AggregateDecisions.clear()
     spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", str(1 << 30))
+    spark.conf.set(DRIVER_BYTES, "0")  # the rest is read by Spark's plan, so the threshold decides
     mixed = f"SELECT count(*) FROM {handled} WHERE i < 35"
     first = re.sub(r"(#|plan_id=)\d+", "", _plan(spark, mixed))  # the same plan but for the expression ids
     _steps(spark, "")
@@ -299,4 +400,4 @@ def test_hiveserver2_clients_get_it(hiveserver2, dated) -> None:  # noqa: ANN001
             results.append(cursor.fetchall())
         assert results[0] == results[1]
         cursor.execute(f"EXPLAIN SELECT count(*) FROM {handled} WHERE d > DATE '2024-01-02'")
-        assert "files_from_index" in str(cursor.fetchall())
+        assert _from_index(str(cursor.fetchall())) is not None

@@ -40,10 +40,10 @@ public final class AggregateDecisions {
    * The key of a query over {@code table}: the threshold and the scan request decide the choice. The request (a
    * wide table's columns make it tens of KB) is kept as its SHA-256 digest.
    */
-  static String key(String table, long threshold, Object request) {
+  static String key(String table, long threshold, long driverBytes, Object request) {
     try {
       MessageDigest digest = MessageDigest.getInstance("SHA-256");
-      byte[] hash = digest.digest((threshold + " " + request).getBytes(StandardCharsets.UTF_8));
+      byte[] hash = digest.digest((threshold + " " + driverBytes + " " + request).getBytes(StandardCharsets.UTF_8));
       return table + " " + Base64.getEncoder().encodeToString(hash);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("hsh: this JVM has no SHA-256", e); // every Java platform must have it

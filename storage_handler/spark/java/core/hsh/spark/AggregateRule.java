@@ -33,6 +33,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
@@ -191,7 +192,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
         filter.condition()));
     ObjectNode scanRequest = index.aggregateRequest(conjuncts, request);
     long threshold = minAnsweredBytes();
-    String decision = AggregateDecisions.key(index.table().name, threshold, scanRequest);
+    long driverBytes = IndexAnswer.driverReadBytes(session);
+    String decision = AggregateDecisions.key(index.table().name, threshold, driverBytes, scanRequest);
     if (AggregateDecisions.recentlyDeclined(decision)) {
       Timings.record("aggregate_declined_recently", index.table().name, System.nanoTime());
       return aggregate; // as with the feature off: the scan's prune request is prefetched (QueryFilterRule)
@@ -210,14 +212,23 @@ final class AggregateRule extends Rule<LogicalPlan> {
     Set<Integer> answered = new HashSet<>();
     for (JsonNode pos : positions) answered.add(pos.asInt());
     long answeredBytes = 0;
+    long restBytes = 0;
     for (int i = 0; i < files.size(); i++) {
-      if (!answered.contains(i)) rest.add(files.get(i));
-      else answeredBytes += Contract.fileField(files.get(i), "bytes", index.table().name).asLong();
+      long bytes = Contract.fileField(files.get(i), "bytes", index.table().name).asLong();
+      if (!answered.contains(i)) {
+        rest.add(files.get(i));
+        restBytes += bytes;
+      } else {
+        answeredBytes += bytes;
+      }
     }
     // With files left to read, the rewrite asks the index first and reads the rest beside the index's rows. The
     // threshold was measured when that took a second aggregation job (30-40 ms here, what reading ~5 MB of
     // Parquet costs); it stays until measured again for the single aggregation (benchmarks/results/aggregates.md).
-    if (rest.size() > 0 && answeredBytes < threshold) {
+    // When the rest is small enough to read in the driver (IndexAnswer), the rewrite runs no job at all: always
+    // worth it.
+    boolean inDriver = driverBytes > 0 && restBytes <= driverBytes;
+    if (rest.size() > 0 && answeredBytes < threshold && !inDriver) {
       AggregateDecisions.declined(decision); // the next run of this query need not ask first (AggregateDecisions)
       return rebuilt(aggregate, project, filter, askedScan);
     }
@@ -227,8 +238,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
         HshFileIndex.fixed(session, index.table(), rest, note)));
     Timings.record("aggregate_from_index", index.table().name, System.nanoTime(), "answered", answered.size(),
         "read", rest.size());
-    return merged(aggregate, groups, specs, matched, below(project, filter, restScan), answered.size(),
-        rest.size());
+    return merged(aggregate, groups, specs, matched, below(project, filter, restScan),
+        new IndexAnswer.Marker(index.table().name, answered.size(), rest.size(), restBytes), inDriver);
   }
 
   /** The spec of {@code alias} when it is an answerable aggregate of a stored data column, else null. */
@@ -284,7 +295,9 @@ final class AggregateRule extends Rule<LogicalPlan> {
 
   /** One aggregation over the index's rows and each of {@code readRows}' share. */
   private LogicalPlan merged(Aggregate original, List<AttributeReference> groups, List<Spec> specs,
-      JsonNode matched, LogicalPlan readRows, int answered, int read) {
+      JsonNode matched, LogicalPlan readRows, IndexAnswer.Marker marker, boolean inDriver) {
+    int answered = marker.answered;
+    int read = marker.read;
     // the column names say in EXPLAIN what came from where: "count_all_of_150_files_from_index" under the
     // LocalTableScan, "count_all_of_2_files_read" in the projection of the rows read
     List<Attribute> local = new ArrayList<>();
@@ -296,7 +309,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
     for (Spec s : specs) {
       perRow.add(alias(share(s), s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
     }
-    LogicalPlan answers = Plans.localRelation(local, rows(groups, specs, matched));
+    LocalRelation answers = Plans.localRelation(local, rows(groups, specs, matched));
+    if (inDriver) IndexAnswer.mark(answers, marker);
     // nothing left to read: no scan of zero files, only the index's rows
     LogicalPlan union = read == 0 ? answers : new Union(Scala.seq(List.of(answers,
         new Project(Scala.seq(perRow), readRows))), false, false);

@@ -43,6 +43,12 @@ public final class HshExtensions extends AbstractFunction1<SparkSessionExtension
         return new IndexOnWriteStrategy(session);
       }
     });
+    extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+      @Override
+      public SparkStrategy apply(SparkSession session) {
+        return new IndexAnswerStrategy();
+      }
+    });
     return BoxedUnit.UNIT;
   }
 }

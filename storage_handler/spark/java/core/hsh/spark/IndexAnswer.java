@@ -1,0 +1,400 @@
+package hsh.spark;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Set;
+import org.apache.spark.paths.SparkPath;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.Literal$;
+import org.apache.spark.sql.catalyst.expressions.MutableProjection;
+import org.apache.spark.sql.catalyst.expressions.MutableProjection$;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.DeclarativeAggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
+import org.apache.spark.sql.execution.datasources.FileFormat$;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import scala.Function1;
+import scala.Option;
+import scala.runtime.AbstractPartialFunction;
+
+/**
+ * Answers an aggregation that {@link AggregateRule} rewrote in the driver, without a Spark job, when what is left
+ * to read is small: the index's numbers for the fully matched files, plus the few partly matched files read in
+ * the driver with Spark's own reader ({@code FileFormat.buildReaderWithPartitionValues}, as a scan task reads
+ * them), filtered and aggregated with Spark's own expressions (each aggregate's {@code DeclarativeAggregate}
+ * initial, update and evaluate expressions, the query's filter and projections). So the answer is the one
+ * Spark's plan of the same rewrite gives; what it saves is the job: two stages and a shuffle, 100-150 ms on a
+ * 2-core machine, which is most of such a query's time once the index answers the rest.
+ *
+ * <p>Why only below {@code spark.hsh.aggregates.driverReadBytes} (default 4 MiB of files to read): the driver
+ * reads on one thread; past a few MiB a job's parallel read wins, and the driver must not read a table's worth of
+ * rows. Above it the rewrite plans as Spark's aggregation of the union, as before.
+ *
+ * <p>The rule marks the index's {@code LocalRelation} (a plan tag, kept when later optimizer rules copy the
+ * node); {@link #marked} finds it under an aggregation whose every other node this class can run (a union,
+ * projections and filters without non-deterministic parts, the handler's fixed file list). Any other shape, for
+ * example after a rule of Spark's reshaped the plan, is planned by Spark: correct, only not job-free.
+ */
+final class IndexAnswer {
+  private IndexAnswer() {}
+
+  private static final TreeNodeTag<Marker> TAG = new TreeNodeTag<>("hsh.aggregateFromIndex");
+
+  /** What the rewrite answered and what it leaves to read: for {@code EXPLAIN} and the record of each run. */
+  static final class Marker implements java.io.Serializable {
+    final String table;
+    final int answered;
+    final int read;
+    final long readBytes;
+
+    Marker(String table, int answered, int read, long readBytes) {
+      this.table = table;
+      this.answered = answered;
+      this.read = read;
+      this.readBytes = readBytes;
+    }
+
+    @Override
+    public String toString() {
+      return files(answered) + " answered from the index, " + files(read) + " (" + readBytes
+          + " bytes) read in the driver";
+    }
+
+    private static String files(int n) {
+      return n + (n == 1 ? " file" : " files");
+    }
+  }
+
+  /** {@code spark.hsh.aggregates.driverReadBytes}: the most bytes of files left to read in the driver. */
+  static long driverReadBytes(SparkSession session) {
+    String value = session.conf().get(Contract.SETTING_AGGREGATES_DRIVER_BYTES, String.valueOf(4L << 20)).trim();
+    try {
+      return Long.parseLong(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("hsh: " + Contract.SETTING_AGGREGATES_DRIVER_BYTES + " is '" + value
+          + "'; set it to a whole number of bytes (0: never answer in the driver)", e);
+    }
+  }
+
+  /** Marks {@code answers}, the index's rows of a rewrite, as answerable in the driver. */
+  static void mark(LocalRelation answers, Marker marker) {
+    answers.setTagValue(TAG, marker);
+  }
+
+  /** The marker when {@code plan} is a rewritten aggregation this class can answer, else null. */
+  static Marker marked(LogicalPlan plan) {
+    if (!(plan instanceof Aggregate)) return null;
+    Aggregate aggregate = (Aggregate) plan;
+    LogicalPlan child = aggregate.child();
+    LogicalPlan first = child instanceof Union ? Scala.list(child.children()).get(0) : child;
+    if (!(first instanceof LocalRelation)) return null;
+    Option<Marker> marker = first.getTagValue(TAG);
+    if (marker.isEmpty() || !runnable(child)) return null;
+    for (AggregateExpression ae : aggregates(aggregate)) {
+      if (!(ae.aggregateFunction() instanceof DeclarativeAggregate) || ae.isDistinct() || ae.filter().isDefined()) {
+        return null;
+      }
+    }
+    return marker.get();
+  }
+
+  private static boolean runnable(LogicalPlan p) {
+    if (p instanceof LocalRelation) return true;
+    if (p instanceof Union) {
+      for (LogicalPlan c : Scala.list(p.children())) if (!runnable(c)) return false;
+      return true;
+    }
+    if (p instanceof Project || p instanceof Filter) {
+      for (Expression e : Scala.list(p.expressions())) if (!e.deterministic()) return false;
+      return runnable(Scala.list(p.children()).get(0));
+    }
+    if (p instanceof LogicalRelation && ((LogicalRelation) p).relation() instanceof HadoopFsRelation) {
+      HadoopFsRelation fs = (HadoopFsRelation) ((LogicalRelation) p).relation();
+      return fs.location() instanceof HshFileIndex && ((HshFileIndex) fs.location()).isFixed();
+    }
+    return false;
+  }
+
+  /** The aggregation's result rows, computed here: Spark's own expressions over the rows of its child. */
+  static List<InternalRow> answer(SparkSession session, Aggregate aggregate, Marker marker) {
+    long start = System.nanoTime();
+    List<Attribute> input = Scala.list(aggregate.child().output());
+    List<AggregateExpression> aggregates = aggregates(aggregate);
+    List<AttributeReference> buffer = new ArrayList<>();
+    List<Expression> initial = new ArrayList<>();
+    List<Expression> update = new ArrayList<>();
+    List<Expression> evaluate = new ArrayList<>();
+    List<Attribute> results = new ArrayList<>();
+    for (AggregateExpression ae : aggregates) {
+      DeclarativeAggregate f = (DeclarativeAggregate) ae.aggregateFunction();
+      buffer.addAll(Scala.list(f.aggBufferAttributes()));
+      initial.addAll(Scala.list(f.initialValues()));
+      update.addAll(Scala.list(f.updateExpressions()));
+      evaluate.add(f.evaluateExpression());
+      results.add(ae.resultAttribute());
+    }
+    List<Attribute> updateInput = new ArrayList<>(buffer);
+    updateInput.addAll(input);
+    MutableProjection init = MutableProjection$.MODULE$.create(Scala.seq(initial));
+    MutableProjection step = MutableProjection$.MODULE$.create(Scala.seq(update), Scala.seq(updateInput));
+    MutableProjection eval = MutableProjection$.MODULE$.create(Scala.seq(evaluate),
+        Scala.seq(new ArrayList<Attribute>(buffer)));
+    UnsafeProjection key = UnsafeProjection$.MODULE$.create(aggregate.groupingExpressions(), Scala.seq(input));
+
+    // per group: its buffer, and its first row (what the result's grouping values are computed from)
+    Map<UnsafeRow, InternalRow[]> groups = new LinkedHashMap<>();
+    if (aggregate.groupingExpressions().isEmpty()) { // one row even over no rows, as Spark's global aggregation
+      groups.put(key.apply(new GenericInternalRow(0)).copy(),
+          new InternalRow[] {init.apply(new GenericInternalRow(0)).copy(), new GenericInternalRow(input.size())});
+    }
+    JoinedRow joined = new JoinedRow();
+    long[] read = {0}; // rows read from files
+    for (Iterator<InternalRow> it = rows(session, aggregate.child(), references(aggregate), read); it.hasNext(); ) {
+      InternalRow row = it.next().copy(); // readers and projections reuse their row; buffers keep values
+      UnsafeRow k = key.apply(row);
+      InternalRow[] group = groups.get(k);
+      if (group == null) {
+        group = new InternalRow[] {init.apply(new GenericInternalRow(0)).copy(), row};
+        groups.put(k.copy(), group);
+      }
+      group[0] = step.apply(joined.apply(group[0], row)).copy();
+    }
+    List<Expression> outputs = new ArrayList<>();
+    IdentityHashMap<AggregateExpression, Attribute> resultOf = new IdentityHashMap<>();
+    for (int i = 0; i < aggregates.size(); i++) resultOf.put(aggregates.get(i), results.get(i));
+    for (NamedExpression e : Scala.list(aggregate.aggregateExpressions())) {
+      outputs.add(((Expression) e).transformDown(new AbstractPartialFunction<Expression, Expression>() {
+        @Override
+        public boolean isDefinedAt(Expression x) {
+          return resultOf.containsKey(x);
+        }
+
+        @Override
+        public Expression apply(Expression x) {
+          return resultOf.containsKey(x) ? resultOf.get(x) : x;
+        }
+      }));
+    }
+    List<Attribute> outputInput = new ArrayList<>(results);
+    outputInput.addAll(input);
+    UnsafeProjection out = UnsafeProjection$.MODULE$.create(Scala.seq(outputs), Scala.seq(outputInput));
+    List<InternalRow> answer = new ArrayList<>();
+    for (InternalRow[] group : groups.values()) {
+      InternalRow values = eval.apply(group[0]).copy();
+      answer.add(out.apply(joined.apply(values, group[1])).copy());
+    }
+    Timings.record("aggregate_in_driver", marker.table, start, "answered", marker.answered, "read", marker.read,
+        "rows_read", read[0], "groups", answer.size());
+    return answer;
+  }
+
+  /** Every aggregate expression of {@code aggregate}'s outputs, in order, each once (by identity). */
+  private static List<AggregateExpression> aggregates(Aggregate aggregate) {
+    List<AggregateExpression> out = new ArrayList<>();
+    for (NamedExpression e : Scala.list(aggregate.aggregateExpressions())) collect((Expression) e, out);
+    return out;
+  }
+
+  private static void collect(Expression e, List<AggregateExpression> out) {
+    if (e instanceof AggregateExpression) {
+      for (AggregateExpression seen : out) if (seen == e) return;
+      out.add((AggregateExpression) e);
+      return;
+    }
+    for (Expression c : Scala.list(e.children())) collect(c, out);
+  }
+
+  /** The expression ids {@code plan}'s expressions read. */
+  private static Set<Long> references(LogicalPlan plan) {
+    Set<Long> ids = new HashSet<>();
+    for (Expression e : Scala.list(plan.expressions())) {
+      for (Attribute a : Scala.list(e.references().toSeq())) ids.add(a.exprId().id());
+    }
+    return ids;
+  }
+
+  /** The rows of {@code plan} (a node {@link #runnable} accepts), in its output's order; {@code needed}: the
+   *  expression ids its parent reads (a file read reads only those columns); {@code read[0]} counts the rows
+   *  read from files. */
+  private static Iterator<InternalRow> rows(SparkSession session, LogicalPlan plan, Set<Long> needed,
+      long[] read) {
+    if (plan instanceof LocalRelation) return Scala.list(((LocalRelation) plan).data()).iterator();
+    if (plan instanceof Union) {
+      List<Iterator<InternalRow>> parts = new ArrayList<>();
+      for (LogicalPlan c : Scala.list(plan.children())) parts.add(rows(session, c, ids(c.output()), read));
+      return concat(parts.iterator());
+    }
+    LogicalPlan child = Scala.list(plan.children()).isEmpty() ? null : Scala.list(plan.children()).get(0);
+    if (plan instanceof Project) {
+      List<Expression> projectList = new ArrayList<>();
+      for (NamedExpression e : Scala.list(((Project) plan).projectList())) projectList.add((Expression) e);
+      UnsafeProjection project = UnsafeProjection$.MODULE$.create(Scala.seq(projectList), child.output());
+      Iterator<InternalRow> in = rows(session, child, references(plan), read);
+      return new Iterator<InternalRow>() {
+        @Override
+        public boolean hasNext() {
+          return in.hasNext();
+        }
+
+        @Override
+        public InternalRow next() {
+          return project.apply(in.next());
+        }
+      };
+    }
+    if (plan instanceof Filter) {
+      BasePredicate predicate = Predicate$.MODULE$.create(((Filter) plan).condition(), child.output());
+      predicate.initialize(0);
+      Set<Long> below = new HashSet<>(needed);
+      below.addAll(references(plan));
+      Iterator<InternalRow> in = rows(session, child, below, read);
+      return new Iterator<InternalRow>() {
+        private InternalRow next;
+
+        @Override
+        public boolean hasNext() {
+          while (next == null && in.hasNext()) {
+            InternalRow row = in.next();
+            if (predicate.eval(row)) next = row;
+          }
+          return next != null;
+        }
+
+        @Override
+        public InternalRow next() {
+          if (!hasNext()) throw new NoSuchElementException();
+          InternalRow row = next;
+          next = null;
+          return row;
+        }
+      };
+    }
+    return read(session, (LogicalRelation) plan, needed, read);
+  }
+
+  private static Set<Long> ids(scala.collection.Seq<Attribute> attributes) {
+    Set<Long> ids = new HashSet<>();
+    for (Attribute a : Scala.list(attributes)) ids.add(a.exprId().id());
+    return ids;
+  }
+
+  /** The rows of the handler's fixed file list, read with the relation's own format as a scan task reads them:
+   *  the needed data columns, then the partition values. */
+  private static Iterator<InternalRow> read(SparkSession session, LogicalRelation scan, Set<Long> needed,
+      long[] read) {
+    HadoopFsRelation fs = (HadoopFsRelation) scan.relation();
+    List<Attribute> output = new ArrayList<>(Scala.list(scan.output()));
+    Set<String> partitionNames = new HashSet<>();
+    for (StructField f : fs.partitionSchema().fields()) partitionNames.add(f.name().toLowerCase());
+    List<StructField> required = new ArrayList<>();
+    List<Attribute> layout = new ArrayList<>(); // the reader's row: required data columns, then partition values
+    for (Attribute a : output) {
+      if (partitionNames.contains(a.name().toLowerCase()) || !needed.contains(a.exprId().id())) continue;
+      for (StructField f : fs.dataSchema().fields()) {
+        if (f.name().equalsIgnoreCase(a.name())) {
+          required.add(f);
+          layout.add(a);
+          break;
+        }
+      }
+    }
+    for (StructField f : fs.partitionSchema().fields()) {
+      for (Attribute a : output) if (a.name().equalsIgnoreCase(f.name())) layout.add(a);
+    }
+    List<Expression> reorder = new ArrayList<>(); // the reader's row in the relation's output order
+    for (Attribute a : output) {
+      int at = layout.indexOf(a);
+      reorder.add(at >= 0 ? new BoundReference(at, a.dataType(), a.nullable())
+          : Literal$.MODULE$.create(null, a.dataType())); // a column nothing reads
+    }
+    UnsafeProjection toOutput = UnsafeProjection$.MODULE$.create(Scala.seq(reorder));
+    Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> reader =
+        fs.fileFormat().buildReaderWithPartitionValues(session, fs.dataSchema(), fs.partitionSchema(),
+            new StructType(required.toArray(new StructField[0])), Scala.seq(new ArrayList<org.apache.spark.sql.sources.Filter>()),
+            fs.options().updated(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(), "false"),
+            session.sessionState().newHadoopConfWithOptions(fs.options()));
+    List<PartitionedFile> files = new ArrayList<>();
+    HshFileIndex index = (HshFileIndex) fs.location();
+    for (PartitionDirectory dir : index.listPartitions(List.of(), List.of())) {
+      for (FileStatusWithMetadata f : Scala.list(dir.files())) {
+        files.add(new PartitionedFile(dir.values(), SparkPath.fromPath(f.getPath()), 0L, f.getLen(),
+            new String[0], f.getModificationTime(), f.getLen(),
+            scala.collection.immutable.Map$.MODULE$.<String, Object>empty()));
+      }
+    }
+    Iterator<PartitionedFile> each = files.iterator();
+    Iterator<Iterator<InternalRow>> perFile = new Iterator<Iterator<InternalRow>>() {
+      @Override
+      public boolean hasNext() {
+        return each.hasNext();
+      }
+
+      @Override
+      public Iterator<InternalRow> next() {
+        scala.collection.Iterator<InternalRow> rows = reader.apply(each.next());
+        return new Iterator<InternalRow>() {
+          @Override
+          public boolean hasNext() {
+            return rows.hasNext();
+          }
+
+          @Override
+          public InternalRow next() {
+            read[0]++;
+            return toOutput.apply(rows.next());
+          }
+        };
+      }
+    };
+    return concat(perFile);
+  }
+
+  private static Iterator<InternalRow> concat(Iterator<Iterator<InternalRow>> parts) {
+    return new Iterator<InternalRow>() {
+      private Iterator<InternalRow> current = java.util.Collections.emptyIterator();
+
+      @Override
+      public boolean hasNext() {
+        while (!current.hasNext() && parts.hasNext()) current = parts.next();
+        return current.hasNext();
+      }
+
+      @Override
+      public InternalRow next() {
+        if (!hasNext()) throw new NoSuchElementException();
+        return current.next();
+      }
+    };
+  }
+}
