@@ -112,13 +112,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
 
   /** {@code spark.hsh.aggregates.minAnsweredBytes} (default 8 MiB): see where it is used. */
   private long minAnsweredBytes() {
-    String value = session.conf().get(Contract.SETTING_AGGREGATES_MIN_BYTES, String.valueOf(8L << 20)).trim();
-    try {
-      return Long.parseLong(value);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("hsh: " + Contract.SETTING_AGGREGATES_MIN_BYTES + " is '" + value
-          + "'; set it to a whole number of bytes", e);
-    }
+    return Contract.bytesSetting(session, Contract.SETTING_AGGREGATES_MIN_BYTES, 8L << 20);
   }
 
   @Override

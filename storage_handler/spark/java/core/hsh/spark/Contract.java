@@ -45,6 +45,18 @@ final class Contract {
   private Contract() {}
 
   /** A table parameter that configures its storage ({@code fs.s3a.*}) and is no credential. */
+  /** A setting that is a whole number of bytes, {@code fallback} when unset; anything else is refused, naming
+   *  the setting. */
+  static long bytesSetting(org.apache.spark.sql.SparkSession session, String key, long fallback) {
+    String value = session.conf().get(key, String.valueOf(fallback)).trim();
+    try {
+      return Long.parseLong(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("hsh: " + key + " is '" + value + "'; set it to a whole number of bytes",
+          e);
+    }
+  }
+
   static boolean isStorageSetting(String key) {
     String low = key.toLowerCase(java.util.Locale.ROOT);
     if (!low.startsWith(STORAGE_PREFIX)) return false;

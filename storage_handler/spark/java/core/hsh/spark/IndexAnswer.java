@@ -98,13 +98,7 @@ final class IndexAnswer {
 
   /** {@code spark.hsh.aggregates.driverReadBytes}: the most bytes of files left to read in the driver. */
   static long driverReadBytes(SparkSession session) {
-    String value = session.conf().get(Contract.SETTING_AGGREGATES_DRIVER_BYTES, String.valueOf(4L << 20)).trim();
-    try {
-      return Long.parseLong(value);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("hsh: " + Contract.SETTING_AGGREGATES_DRIVER_BYTES + " is '" + value
-          + "'; set it to a whole number of bytes (0: never answer in the driver)", e);
-    }
+    return Contract.bytesSetting(session, Contract.SETTING_AGGREGATES_DRIVER_BYTES, 4L << 20);
   }
 
   /** Marks {@code answers}, the index's rows of a rewrite, as answerable in the driver. */
@@ -260,18 +254,7 @@ final class IndexAnswer {
       List<Expression> projectList = new ArrayList<>();
       for (NamedExpression e : Scala.list(((Project) plan).projectList())) projectList.add((Expression) e);
       UnsafeProjection project = UnsafeProjection$.MODULE$.create(Scala.seq(projectList), child.output());
-      Iterator<InternalRow> in = rows(session, child, references(plan), read);
-      return new Iterator<InternalRow>() {
-        @Override
-        public boolean hasNext() {
-          return in.hasNext();
-        }
-
-        @Override
-        public InternalRow next() {
-          return project.apply(in.next());
-        }
-      };
+      return map(rows(session, child, references(plan), read), project::apply);
     }
     if (plan instanceof Filter) {
       BasePredicate predicate = Predicate$.MODULE$.create(((Filter) plan).condition(), child.output());
@@ -353,31 +336,35 @@ final class IndexAnswer {
             scala.collection.immutable.Map$.MODULE$.<String, Object>empty()));
       }
     }
-    Iterator<PartitionedFile> each = files.iterator();
-    Iterator<Iterator<InternalRow>> perFile = new Iterator<Iterator<InternalRow>>() {
+    return concat(map(files.iterator(), file -> {
+      scala.collection.Iterator<InternalRow> rows = reader.apply(file);
+      return map(new Iterator<InternalRow>() {
+        @Override
+        public boolean hasNext() {
+          return rows.hasNext();
+        }
+
+        @Override
+        public InternalRow next() {
+          read[0]++;
+          return rows.next();
+        }
+      }, toOutput::apply);
+    }));
+  }
+
+  private static <A, B> Iterator<B> map(Iterator<A> in, java.util.function.Function<A, B> f) {
+    return new Iterator<B>() {
       @Override
       public boolean hasNext() {
-        return each.hasNext();
+        return in.hasNext();
       }
 
       @Override
-      public Iterator<InternalRow> next() {
-        scala.collection.Iterator<InternalRow> rows = reader.apply(each.next());
-        return new Iterator<InternalRow>() {
-          @Override
-          public boolean hasNext() {
-            return rows.hasNext();
-          }
-
-          @Override
-          public InternalRow next() {
-            read[0]++;
-            return toOutput.apply(rows.next());
-          }
-        };
+      public B next() {
+        return f.apply(in.next());
       }
     };
-    return concat(perFile);
   }
 
   private static Iterator<InternalRow> concat(Iterator<Iterator<InternalRow>> parts) {

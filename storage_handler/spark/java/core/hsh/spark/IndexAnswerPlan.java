@@ -1,0 +1,75 @@
+package hsh.spark;
+
+import java.util.List;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.execution.SparkPlan;
+import scala.reflect.ClassTag$;
+
+/**
+ * The physical form of an aggregation {@link IndexAnswer} answers in the driver: collecting it (what
+ * {@code spark.sql(...).collect()}, {@code df.count()} and a HiveServer2 fetch do with an aggregation at the top
+ * of a plan) runs no Spark job; an operator above it gets the rows as one partition. {@code EXPLAIN} names it
+ * with what was answered and what is read. Each line's {@code IndexAnswerExec} adds only the members whose
+ * Scala sequence types differ.
+ *
+ * <p>The answer is computed on every execution, not kept: a plan collected twice reads its files twice, as
+ * Spark's scan would.
+ */
+abstract class IndexAnswerPlan extends SparkPlan {
+  final Aggregate aggregate;
+  final IndexAnswer.Marker marker;
+
+  IndexAnswerPlan(Aggregate aggregate, IndexAnswer.Marker marker) {
+    this.aggregate = aggregate;
+    this.marker = marker;
+  }
+
+  private List<InternalRow> rows() {
+    return IndexAnswer.answer(session(), aggregate, marker);
+  }
+
+  @Override
+  public InternalRow[] executeCollect() {
+    return rows().toArray(new InternalRow[0]);
+  }
+
+  @Override
+  public InternalRow[] executeTake(int n) {
+    List<InternalRow> rows = rows();
+    return rows.subList(0, Math.min(Math.max(n, 0), rows.size())).toArray(new InternalRow[0]);
+  }
+
+  @Override
+  public RDD<InternalRow> doExecute() {
+    return sparkContext().parallelize(Scala.seq(rows()), 1, ClassTag$.MODULE$.apply(InternalRow.class));
+  }
+
+  @Override
+  public String nodeName() {
+    return "HshAggregateFromIndex";
+  }
+
+  @Override
+  public String simpleString(int maxFields) {
+    return nodeName() + " " + output().mkString("[", ", ", "]") + " " + marker;
+  }
+
+  @Override
+  public int productArity() {
+    return 2;
+  }
+
+  @Override
+  public Object productElement(int n) {
+    if (n == 0) return aggregate;
+    if (n == 1) return marker;
+    throw new IndexOutOfBoundsException(String.valueOf(n));
+  }
+
+  @Override
+  public boolean canEqual(Object other) {
+    return other instanceof IndexAnswerPlan;
+  }
+}
