@@ -295,6 +295,21 @@ def test_files_left_to_read_above_the_driver_limit_are_read_by_spark(spark, date
     ours, jobs = _jobs(spark, lambda: spark.sql(sql.format(t=handled)).collect())
     assert ours == spark.sql(sql.format(t=plain)).collect() and jobs == 0
     assert [e["rows_read"] for e in _answered(spark) if e["step"] == "aggregate_in_driver"][-1] == 10  # day 2's
+    # the reader is kept between queries under every setting it is built from: a change builds another
+    assert spark.sql(sql.format(t=handled)).collect() == ours
+    assert [e["readers_built"] for e in _answered(spark) if e["step"] == "aggregate_in_driver"] == [0]
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    try:
+        assert spark.sql(sql.format(t=handled)).collect() == ours
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("hsh.test.reader", str(next(_counter)))
+    try:
+        assert spark.sql(sql.format(t=handled)).collect() == ours
+    finally:
+        hadoop.unset("hsh.test.reader")
+    assert [e["readers_built"] for e in _answered(spark) if e["step"] == "aggregate_in_driver"] == [1, 1]
     spark.conf.set(DRIVER_BYTES, "lots")
     with pytest.raises(Exception, match="driverReadBytes is 'lots'; set it to a whole number of bytes"):
         spark.sql(sql.format(t=handled)).collect()

@@ -7,19 +7,15 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Set;
-import org.apache.spark.paths.SparkPath;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
-import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
-import org.apache.spark.sql.catalyst.expressions.Literal$;
 import org.apache.spark.sql.catalyst.expressions.MutableProjection;
 import org.apache.spark.sql.catalyst.expressions.MutableProjection$;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
@@ -36,15 +32,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
-import org.apache.spark.sql.execution.datasources.FileFormat$;
-import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
-import org.apache.spark.sql.execution.datasources.PartitionDirectory;
-import org.apache.spark.sql.execution.datasources.PartitionedFile;
-import org.apache.spark.sql.types.StructField;
-import org.apache.spark.sql.types.StructType;
-import scala.Function1;
 import scala.Option;
 import scala.runtime.AbstractPartialFunction;
 
@@ -173,7 +162,7 @@ final class IndexAnswer {
           new InternalRow[] {init.apply(new GenericInternalRow(0)).copy(), new GenericInternalRow(input.size())});
     }
     JoinedRow joined = new JoinedRow();
-    long[] read = {0}; // rows read from files
+    long[] read = {0, 0}; // rows read from files, readers built (DriverReader)
     for (Iterator<InternalRow> it = rows(session, aggregate.child(), references(aggregate), read); it.hasNext(); ) {
       InternalRow row = it.next().copy(); // readers and projections reuse their row; buffers keep values
       UnsafeRow k = key.apply(row);
@@ -209,7 +198,7 @@ final class IndexAnswer {
       answer.add(out.apply(joined.apply(values, group[1])).copy());
     }
     Timings.record("aggregate_in_driver", marker.table, start, "answered", marker.answered, "read", marker.read,
-        "rows_read", read[0], "groups", answer.size());
+        "rows_read", read[0], "readers_built", read[1], "groups", answer.size());
     return answer;
   }
 
@@ -239,51 +228,31 @@ final class IndexAnswer {
   }
 
   /** The rows of {@code plan} (a node {@link #runnable} accepts), in its output's order; {@code needed}: the
-   *  expression ids its parent reads (a file read reads only those columns); {@code read[0]} counts the rows
-   *  read from files. */
+   *  expression ids its parent reads (a file read reads only those columns); {@code read}: the counts
+   *  {@link DriverReader#rows} keeps. */
   private static Iterator<InternalRow> rows(SparkSession session, LogicalPlan plan, Set<Long> needed,
       long[] read) {
     if (plan instanceof LocalRelation) return Scala.list(((LocalRelation) plan).data()).iterator();
     if (plan instanceof Union) {
       List<Iterator<InternalRow>> parts = new ArrayList<>();
       for (LogicalPlan c : Scala.list(plan.children())) parts.add(rows(session, c, ids(c.output()), read));
-      return concat(parts.iterator());
+      return Iterators.concat(parts.iterator());
     }
     LogicalPlan child = Scala.list(plan.children()).isEmpty() ? null : Scala.list(plan.children()).get(0);
     if (plan instanceof Project) {
       List<Expression> projectList = new ArrayList<>();
       for (NamedExpression e : Scala.list(((Project) plan).projectList())) projectList.add((Expression) e);
       UnsafeProjection project = UnsafeProjection$.MODULE$.create(Scala.seq(projectList), child.output());
-      return map(rows(session, child, references(plan), read), project::apply);
+      return Iterators.map(rows(session, child, references(plan), read), project::apply);
     }
     if (plan instanceof Filter) {
       BasePredicate predicate = Predicate$.MODULE$.create(((Filter) plan).condition(), child.output());
       predicate.initialize(0);
       Set<Long> below = new HashSet<>(needed);
       below.addAll(references(plan));
-      Iterator<InternalRow> in = rows(session, child, below, read);
-      return new Iterator<InternalRow>() {
-        private InternalRow next;
-
-        @Override
-        public boolean hasNext() {
-          while (next == null && in.hasNext()) {
-            InternalRow row = in.next();
-            if (predicate.eval(row)) next = row;
-          }
-          return next != null;
-        }
-
-        @Override
-        public InternalRow next() {
-          if (!hasNext()) throw new NoSuchElementException();
-          InternalRow row = next;
-          next = null;
-          return row;
-        }
-      };
+      return Iterators.filter(rows(session, child, below, read), predicate::eval);
     }
-    return read(session, (LogicalRelation) plan, needed, read);
+    return DriverReader.rows(session, (LogicalRelation) plan, needed, read);
   }
 
   private static Set<Long> ids(scala.collection.Seq<Attribute> attributes) {
@@ -292,96 +261,4 @@ final class IndexAnswer {
     return ids;
   }
 
-  /** The rows of the handler's fixed file list, read with the relation's own format as a scan task reads them:
-   *  the needed data columns, then the partition values. */
-  private static Iterator<InternalRow> read(SparkSession session, LogicalRelation scan, Set<Long> needed,
-      long[] read) {
-    HadoopFsRelation fs = (HadoopFsRelation) scan.relation();
-    List<Attribute> output = new ArrayList<>(Scala.list(scan.output()));
-    Set<String> partitionNames = new HashSet<>();
-    for (StructField f : fs.partitionSchema().fields()) partitionNames.add(f.name().toLowerCase());
-    List<StructField> required = new ArrayList<>();
-    List<Attribute> layout = new ArrayList<>(); // the reader's row: required data columns, then partition values
-    for (Attribute a : output) {
-      if (partitionNames.contains(a.name().toLowerCase()) || !needed.contains(a.exprId().id())) continue;
-      for (StructField f : fs.dataSchema().fields()) {
-        if (f.name().equalsIgnoreCase(a.name())) {
-          required.add(f);
-          layout.add(a);
-          break;
-        }
-      }
-    }
-    for (StructField f : fs.partitionSchema().fields()) {
-      for (Attribute a : output) if (a.name().equalsIgnoreCase(f.name())) layout.add(a);
-    }
-    List<Expression> reorder = new ArrayList<>(); // the reader's row in the relation's output order
-    for (Attribute a : output) {
-      int at = layout.indexOf(a);
-      reorder.add(at >= 0 ? new BoundReference(at, a.dataType(), a.nullable())
-          : Literal$.MODULE$.create(null, a.dataType())); // a column nothing reads
-    }
-    UnsafeProjection toOutput = UnsafeProjection$.MODULE$.create(Scala.seq(reorder));
-    Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> reader =
-        fs.fileFormat().buildReaderWithPartitionValues(session, fs.dataSchema(), fs.partitionSchema(),
-            new StructType(required.toArray(new StructField[0])), Scala.seq(new ArrayList<org.apache.spark.sql.sources.Filter>()),
-            fs.options().updated(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(), "false"),
-            session.sessionState().newHadoopConfWithOptions(fs.options()));
-    List<PartitionedFile> files = new ArrayList<>();
-    HshFileIndex index = (HshFileIndex) fs.location();
-    for (PartitionDirectory dir : index.listPartitions(List.of(), List.of())) {
-      for (FileStatusWithMetadata f : Scala.list(dir.files())) {
-        files.add(new PartitionedFile(dir.values(), SparkPath.fromPath(f.getPath()), 0L, f.getLen(),
-            new String[0], f.getModificationTime(), f.getLen(),
-            scala.collection.immutable.Map$.MODULE$.<String, Object>empty()));
-      }
-    }
-    return concat(map(files.iterator(), file -> {
-      scala.collection.Iterator<InternalRow> rows = reader.apply(file);
-      return map(new Iterator<InternalRow>() {
-        @Override
-        public boolean hasNext() {
-          return rows.hasNext();
-        }
-
-        @Override
-        public InternalRow next() {
-          read[0]++;
-          return rows.next();
-        }
-      }, toOutput::apply);
-    }));
-  }
-
-  private static <A, B> Iterator<B> map(Iterator<A> in, java.util.function.Function<A, B> f) {
-    return new Iterator<B>() {
-      @Override
-      public boolean hasNext() {
-        return in.hasNext();
-      }
-
-      @Override
-      public B next() {
-        return f.apply(in.next());
-      }
-    };
-  }
-
-  private static Iterator<InternalRow> concat(Iterator<Iterator<InternalRow>> parts) {
-    return new Iterator<InternalRow>() {
-      private Iterator<InternalRow> current = java.util.Collections.emptyIterator();
-
-      @Override
-      public boolean hasNext() {
-        while (!current.hasNext() && parts.hasNext()) current = parts.next();
-        return current.hasNext();
-      }
-
-      @Override
-      public InternalRow next() {
-        if (!hasNext()) throw new NoSuchElementException();
-        return current.next();
-      }
-    };
-  }
 }
