@@ -91,10 +91,10 @@ final class AggregateRule extends Rule<LogicalPlan> {
     this.session = session;
   }
 
-  private enum Kind { COUNT_ALL, COUNT, MIN, MAX }
+  enum Kind { COUNT_ALL, COUNT, MIN, MAX }
 
   /** One aggregate of the query: what it computes, over which data column, under which output name and id. */
-  private static final class Spec {
+  static final class Spec {
     final Kind kind;
     final AttributeReference column; // null for count(*)
     final Alias alias;
@@ -303,7 +303,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
     for (Spec s : specs) {
       perRow.add(alias(share(s), s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
     }
-    LocalRelation answers = Plans.localRelation(local, rows(groups, specs, matched));
+    LocalRelation answers = Plans.localRelation(local, IndexNumbers.rows(marker.table, groups, specs, matched,
+        session.sessionState().conf().sessionLocalTimeZone()));
     if (inDriver) IndexAnswer.mark(answers, marker);
     // nothing left to read: no scan of zero files, only the index's rows
     LogicalPlan union = read == 0 ? answers : new Union(Scala.seq(List.of(answers,
@@ -351,67 +352,6 @@ final class AggregateRule extends Rule<LogicalPlan> {
   private static int indexOf(List<Spec> specs, Alias alias) {
     for (int i = 0; i < specs.size(); i++) if (specs.get(i).alias == alias) return i;
     throw new IllegalStateException("hsh: aggregate " + alias + " has no spec");
-  }
-
-  /** One row per answered partition: its grouping values, then each aggregate's partial value. */
-  private List<InternalRow> rows(List<AttributeReference> groups, List<Spec> specs, JsonNode matched) {
-    String table = "the table";
-    JsonNode partitions = Contract.matched(matched, "partitions", table);
-    JsonNode counts = Contract.matched(matched, "rows", table);
-    JsonNode columns = Contract.matched(matched, "columns", table);
-    String zone = session.sessionState().conf().sessionLocalTimeZone();
-    List<InternalRow> out = new ArrayList<>();
-    for (int r = 0; r < partitions.size(); r++) {
-      long rows = counts.get(r).asLong();
-      if (rows == 0) continue; // files without rows: no group to create, nothing to add
-      Object[] row = new Object[groups.size() + specs.size()];
-      for (int g = 0; g < groups.size(); g++) {
-        JsonNode value = findIgnoreCase(partitions.get(r), groups.get(g).name());
-        row[g] = HshFileIndex.partitionValue(value == null || value.isNull() ? null : value.asText(),
-            groups.get(g).dataType(), zone);
-      }
-      for (int i = 0; i < specs.size(); i++) {
-        Spec s = specs.get(i);
-        JsonNode column = s.column == null ? null : findIgnoreCase(columns, s.column.name());
-        switch (s.kind) {
-          case COUNT_ALL:
-            row[groups.size() + i] = rows;
-            break;
-          case COUNT:
-            row[groups.size() + i] = rows - column.get("nulls").get(r).asLong();
-            break;
-          default:
-            row[groups.size() + i] = value(column.get(s.kind == Kind.MIN ? "min" : "max").get(r), s.partialType());
-        }
-      }
-      out.add(new GenericInternalRow(row));
-    }
-    return out;
-  }
-
-  private static JsonNode findIgnoreCase(JsonNode object, String name) {
-    JsonNode exact = object.get(name);
-    if (exact != null) return exact;
-    for (java.util.Iterator<String> it = object.fieldNames(); it.hasNext(); ) {
-      String key = it.next();
-      if (key.equalsIgnoreCase(name)) return object.get(key);
-    }
-    return null;
-  }
-
-  /** A bound from the index as Spark's internal value of {@code type} (the types the handler answers for). */
-  private static Object value(JsonNode v, DataType type) {
-    if (v == null || v.isNull()) return null;
-    if (type instanceof ByteType) return (byte) v.asLong();
-    if (type instanceof ShortType) return (short) v.asLong();
-    if (type instanceof IntegerType || type instanceof DateType) return (int) v.asLong(); // dates: days
-    if (type instanceof LongType) return v.asLong();
-    if (type instanceof BooleanType) return v.asBoolean();
-    if (type instanceof DecimalType) {
-      DecimalType d = (DecimalType) type;
-      return Decimal.apply(new BigDecimal(v.asText()), d.precision(), d.scale());
-    }
-    throw new IllegalStateException("hsh: the index answered a bound of type " + type + ", which it must not");
   }
 
   private static AggregateExpression complete(AggregateFunction f) {
