@@ -11,7 +11,8 @@ import scala.runtime.BoxedUnit;
 /**
  * {@code spark.sql.extensions=hsh.spark.HshExtensions}: registered tables are read by Spark's native Parquet
  * scan over the files the handler keeps ({@link NativeScanRule}, {@link QueryFilterRule}), and aggregates the index
- * can answer are taken from it ({@link AggregateRule}); writes into them are indexed at commit
+ * can answer are taken from it ({@link AggregateRule}), in the driver without a Spark job when little is left to
+ * read ({@link IndexAnswer}, planned by {@code IndexAnswerStrategy}); writes into them are indexed at commit
  * ({@link IndexOnWrite}, planned by {@code IndexOnWriteStrategy}).
  */
 public final class HshExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
