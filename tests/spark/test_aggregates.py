@@ -315,6 +315,32 @@ def test_files_left_to_read_above_the_driver_limit_are_read_by_spark(spark, date
         spark.sql(sql.format(t=handled)).collect()
 
 
+def test_a_file_the_driver_cannot_read_is_left_to_spark_s_own_plan(spark, catalog, tmp_path) -> None:  # noqa: ANN001
+    """A corrupt file among those left to read: Spark's plan runs instead, so the query fails as Spark's does, or
+    skips the file when ``spark.sql.files.ignoreCorruptFiles`` says so -- the same rows as plain Spark."""
+    root = tmp_path / "days"
+    root.mkdir()
+    for k in range(3):
+        pq.write_table(pa.table({"i": pa.array(range(k * 10, k * 10 + 10), pa.int64())}), root / f"p-{k}.parquet")
+    handled, plain = register_pair(catalog, root)
+    (root / "p-9.parquet").write_bytes(b"not parquet at all")  # after indexing: unknown to the index, read
+    sql = "SELECT count(*) AS n, max(i) AS hi FROM {t} WHERE i >= 0"
+    assert "HshAggregateFromIndex" in _plan(spark, sql.format(t=handled))
+    _answered(spark)
+    with pytest.raises(Exception, match="FAILED_READ_FILE|p-9.parquet") as ours:
+        spark.sql(sql.format(t=handled)).collect()
+    with pytest.raises(Exception) as theirs:
+        spark.sql(sql.format(t=plain)).collect()
+    assert type(ours.value) is type(theirs.value)
+    assert _steps(spark, "aggregate_in_driver_failed") == 1
+    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
+    try:
+        rows = spark.sql(sql.format(t=handled)).collect()
+        assert rows == spark.sql(sql.format(t=plain)).collect() and rows[0]["n"] == 30
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
+
+
 def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
     from pyspark.sql import functions as F
 

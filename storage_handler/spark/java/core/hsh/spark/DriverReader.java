@@ -89,6 +89,7 @@ final class DriverReader {
     List<PartitionedFile> files = new ArrayList<>();
     for (PartitionDirectory dir : ((HshFileIndex) fs.location()).listPartitions(List.of(), List.of())) {
       for (FileStatusWithMetadata f : Scala.list(dir.files())) {
+        if (f.getLen() == 0) continue; // as Spark's scan: an empty file has no split to read
         files.add(new PartitionedFile(dir.values(), SparkPath.fromPath(f.getPath()), 0L, f.getLen(),
             new String[0], f.getModificationTime(), f.getLen(),
             scala.collection.immutable.Map$.MODULE$.<String, Object>empty()));

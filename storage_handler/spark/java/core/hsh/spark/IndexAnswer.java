@@ -32,6 +32,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.internal.SessionState;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import scala.Option;
@@ -95,9 +97,23 @@ final class IndexAnswer {
     answers.setTagValue(TAG, marker);
   }
 
+  /** Set while Spark plans an aggregation the driver could not answer ({@link #sparkPlan}). */
+  private static final ThreadLocal<Boolean> SPARK_PLANS = ThreadLocal.withInitial(() -> false);
+
+  /** Spark's own physical plan of {@code aggregate} (the rewrite's union read by a job), not this class's. */
+  static SparkPlan sparkPlan(SparkSession session, Aggregate aggregate) {
+    SPARK_PLANS.set(true);
+    try {
+      SessionState state = session.sessionState();
+      return state.executePlan(aggregate, state.executePlan$default$2()).executedPlan();
+    } finally {
+      SPARK_PLANS.set(false);
+    }
+  }
+
   /** The marker when {@code plan} is a rewritten aggregation this class can answer, else null. */
   static Marker marked(LogicalPlan plan) {
-    if (!(plan instanceof Aggregate)) return null;
+    if (!(plan instanceof Aggregate) || SPARK_PLANS.get()) return null;
     Aggregate aggregate = (Aggregate) plan;
     LogicalPlan child = aggregate.child();
     LogicalPlan first = child instanceof Union ? Scala.list(child.children()).get(0) : child;

@@ -5,6 +5,7 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.slf4j.LoggerFactory;
 import scala.reflect.ClassTag$;
 
 /**
@@ -16,6 +17,11 @@ import scala.reflect.ClassTag$;
  *
  * <p>The answer is computed on every execution, not kept: a plan collected twice reads its files twice, as
  * Spark's scan would.
+ *
+ * <p>If the driver cannot answer -- a file it reads is corrupt, missing, unreadable, or anything else fails --
+ * Spark runs its own plan of the same aggregation instead ({@link IndexAnswer#sparkPlan}), so what the query
+ * then does is exactly what Spark does: the same error from a failed task (and its log), or the rows when
+ * {@code spark.sql.files.ignoreCorruptFiles} / {@code ignoreMissingFiles} say to skip the file.
  */
 abstract class IndexAnswerPlan extends SparkPlan {
   final Aggregate aggregate;
@@ -26,24 +32,37 @@ abstract class IndexAnswerPlan extends SparkPlan {
     this.marker = marker;
   }
 
+  /** The driver's answer, or null when it could not answer (then Spark's plan must run). */
   private List<InternalRow> rows() {
-    return IndexAnswer.answer(session(), aggregate, marker);
+    try {
+      return IndexAnswer.answer(session(), aggregate, marker);
+    } catch (Exception e) { // Scala code throws checked exceptions (IOException) undeclared
+      Timings.record("aggregate_in_driver_failed", marker.table, System.nanoTime());
+      LoggerFactory.getLogger(IndexAnswerPlan.class).warn("hsh: the driver could not answer an aggregation of {} "
+          + "from the index ({}); Spark's own plan of it runs instead", marker.table, e.toString());
+      return null;
+    }
   }
 
   @Override
   public InternalRow[] executeCollect() {
-    return rows().toArray(new InternalRow[0]);
+    List<InternalRow> rows = rows();
+    return rows == null ? IndexAnswer.sparkPlan(session(), aggregate).executeCollect()
+        : rows.toArray(new InternalRow[0]);
   }
 
   @Override
   public InternalRow[] executeTake(int n) {
     List<InternalRow> rows = rows();
-    return rows.subList(0, Math.min(Math.max(n, 0), rows.size())).toArray(new InternalRow[0]);
+    return rows == null ? IndexAnswer.sparkPlan(session(), aggregate).executeTake(n)
+        : rows.subList(0, Math.min(Math.max(n, 0), rows.size())).toArray(new InternalRow[0]);
   }
 
   @Override
   public RDD<InternalRow> doExecute() {
-    return sparkContext().parallelize(Scala.seq(rows()), 1, ClassTag$.MODULE$.apply(InternalRow.class));
+    List<InternalRow> rows = rows();
+    return rows == null ? IndexAnswer.sparkPlan(session(), aggregate).execute()
+        : sparkContext().parallelize(Scala.seq(rows), 1, ClassTag$.MODULE$.apply(InternalRow.class));
   }
 
   @Override
