@@ -44,7 +44,6 @@ final class Contract {
 
   private Contract() {}
 
-  /** A table parameter that configures its storage ({@code fs.s3a.*}) and is no credential. */
   /** A setting that is a whole number of bytes, {@code fallback} when unset; anything else is refused, naming
    *  the setting. */
   static long bytesSetting(org.apache.spark.sql.SparkSession session, String key, long fallback) {
@@ -57,6 +56,7 @@ final class Contract {
     }
   }
 
+  /** A table parameter that configures its storage ({@code fs.s3a.*}) and is no credential. */
   static boolean isStorageSetting(String key) {
     String low = key.toLowerCase(java.util.Locale.ROOT);
     if (!low.startsWith(STORAGE_PREFIX)) return false;

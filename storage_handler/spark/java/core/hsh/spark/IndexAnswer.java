@@ -33,9 +33,9 @@ import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
 import org.apache.spark.sql.execution.SparkPlan;
-import org.apache.spark.sql.internal.SessionState;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.internal.SessionState;
 import scala.Option;
 import scala.runtime.AbstractPartialFunction;
 
@@ -254,21 +254,19 @@ final class IndexAnswer {
       for (LogicalPlan c : Scala.list(plan.children())) parts.add(rows(session, c, ids(c.output()), read));
       return Iterators.concat(parts.iterator());
     }
-    LogicalPlan child = Scala.list(plan.children()).isEmpty() ? null : Scala.list(plan.children()).get(0);
+    if (plan instanceof LogicalRelation) return DriverReader.rows(session, (LogicalRelation) plan, needed, read);
+    LogicalPlan child = Scala.list(plan.children()).get(0); // a projection or a filter
     if (plan instanceof Project) {
       List<Expression> projectList = new ArrayList<>();
       for (NamedExpression e : Scala.list(((Project) plan).projectList())) projectList.add((Expression) e);
       UnsafeProjection project = UnsafeProjection$.MODULE$.create(Scala.seq(projectList), child.output());
       return Iterators.map(rows(session, child, references(plan), read), project::apply);
     }
-    if (plan instanceof Filter) {
-      BasePredicate predicate = Predicate$.MODULE$.create(((Filter) plan).condition(), child.output());
-      predicate.initialize(0);
-      Set<Long> below = new HashSet<>(needed);
-      below.addAll(references(plan));
-      return Iterators.filter(rows(session, child, below, read), predicate::eval);
-    }
-    return DriverReader.rows(session, (LogicalRelation) plan, needed, read);
+    BasePredicate predicate = Predicate$.MODULE$.create(((Filter) plan).condition(), child.output());
+    predicate.initialize(0);
+    Set<Long> below = new HashSet<>(needed);
+    below.addAll(references(plan));
+    return Iterators.filter(rows(session, child, below, read), predicate::eval);
   }
 
   private static Set<Long> ids(scala.collection.Seq<Attribute> attributes) {
@@ -276,5 +274,4 @@ final class IndexAnswer {
     for (Attribute a : Scala.list(attributes)) ids.add(a.exprId().id());
     return ids;
   }
-
 }
