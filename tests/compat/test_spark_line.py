@@ -130,8 +130,9 @@ def test_aggregates_from_the_index_in_the_driver_and_in_spark_s_plan(spark, type
     groups = kept.group_by("region").aggregate([("c_bigint", "count"), ("c_bigint", "min"), ("c_bigint", "max")])
     expected = sorted(zip(*(groups.column(c).to_pylist() for c in
                             ("region", "c_bigint_count", "c_bigint_min", "c_bigint_max")), strict=True), key=repr)
+    # ORDER BY: the sort ships itself, with the answer's node below it, to the executors (it must serialize)
     sql = (f"SELECT region, count(c_bigint), min(c_bigint), max(c_bigint) FROM {TABLE} WHERE region = 'eu' OR c_bigint > 400 "
-           "GROUP BY region")
+           "GROUP BY region ORDER BY region")
     spark.conf.set("spark.hsh.aggregates.minAnsweredBytes", "0")
     try:
         for driver_bytes, exec_name in (("4194304", "HshAggregateFromIndex"), ("0", "LocalTableScan")):

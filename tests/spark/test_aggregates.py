@@ -341,6 +341,37 @@ def test_a_file_the_driver_cannot_read_is_left_to_spark_s_own_plan(spark, catalo
         spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
 
 
+def test_partitions_at_their_own_locations_are_answered_and_read_with_the_metastore_s_values(
+        spark, catalog, metastore_uri, tmp_path) -> None:  # noqa: ANN001
+    """A partition added with ``LOCATION`` outside the table's folder, under a path that names no ``k=v``: its
+    partition value comes from the metastore, whether the driver reads its file or the index answers it."""
+    from tests.helpers import run_hsh
+
+    root = tmp_path / "table"
+    for p in range(2):
+        (root / f"p={p}").mkdir(parents=True)
+        pq.write_table(pa.table({"i": pa.array(range(p * 10, p * 10 + 10), pa.int64())}),
+                       root / f"p={p}" / "part-0.parquet")
+    handled, plain = register_pair(catalog, root)
+    away = tmp_path / "elsewhere" / "batch 7"  # no p=... anywhere in it; a space too
+    away.mkdir(parents=True)
+    pq.write_table(pa.table({"i": pa.array([70, 71, 72, None], pa.int64())}), away / "part-0.parquet")
+    for name in (handled, plain):
+        spark.sql(f"ALTER TABLE {name} ADD PARTITION (p=7) LOCATION 'file://{away}'")
+    sql = "SELECT p, count(*) AS n, count(i) AS c, min(i) AS lo, max(i) AS hi FROM {t} GROUP BY p ORDER BY p"
+    expected = spark.sql(sql.format(t=plain)).collect()
+    assert [(r["p"], r["n"], r["c"], r["hi"]) for r in expected] == [(0, 10, 10, 9), (1, 10, 10, 19), (7, 4, 3, 72)]
+    _answered(spark)
+    assert spark.sql(sql.format(t=handled)).collect() == expected  # p=7 not yet indexed: read in the driver
+    driver = [e for e in _answered(spark) if e["step"] == "aggregate_in_driver"]
+    assert [(e["answered"], e["read"]) for e in driver] == [(2, 1)], driver
+    refreshed = run_hsh("follow", handled, "--once", "--metastore", metastore_uri)  # indexes p=7
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert spark.sql(sql.format(t=handled)).collect() == expected  # now every file answered from the index
+    driver = [e for e in _answered(spark) if e["step"] == "aggregate_in_driver"]
+    assert [(e["answered"], e["read"]) for e in driver] == [(3, 0)], driver
+
+
 def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
     from pyspark.sql import functions as F
 

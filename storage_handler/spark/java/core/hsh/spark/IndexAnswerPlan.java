@@ -24,7 +24,12 @@ import scala.reflect.ClassTag$;
  * {@code spark.sql.files.ignoreCorruptFiles} / {@code ignoreMissingFiles} say to skip the file.
  */
 abstract class IndexAnswerPlan extends SparkPlan {
-  final Aggregate aggregate;
+  /**
+   * Transient, as Spark's own nodes keep their relations: an operator above this one (a sort, say) ships itself,
+   * and so this node, to the executors inside its generated code's references, and the logical plan holds the
+   * file index, which is not serializable. Executors need only the output ({@code IndexAnswerExec} keeps it).
+   */
+  final transient Aggregate aggregate;
   final IndexAnswer.Marker marker;
 
   IndexAnswerPlan(Aggregate aggregate, IndexAnswer.Marker marker) {

@@ -9,15 +9,18 @@ import scala.collection.immutable.Seq;
 
 /** {@link IndexAnswerPlan} for Spark 4.x (Scala 2.13 sequences); the 3.5 form differs only in those types. */
 public final class IndexAnswerExec extends IndexAnswerPlan {
+  private final Seq<Attribute> output; // serializable, unlike the aggregation (see IndexAnswerPlan#aggregate)
+
   /** The arguments are the node's product elements, as Spark's copies of a plan ({@code makeCopy}) require; the
    *  session is the one Spark's planning ran in ({@code SparkPlan.session}). */
   public IndexAnswerExec(Aggregate aggregate, IndexAnswer.Marker marker) {
     super(aggregate, marker);
+    this.output = aggregate.output();
   }
 
   @Override
   public Seq<Attribute> output() {
-    return aggregate.output();
+    return output;
   }
 
   @Override
