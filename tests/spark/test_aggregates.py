@@ -372,6 +372,33 @@ def test_partitions_at_their_own_locations_are_answered_and_read_with_the_metast
     assert [(e["answered"], e["read"]) for e in driver] == [(3, 0)], driver
 
 
+@pytest.mark.parametrize("shape", [
+    "SELECT * FROM ({agg}) a JOIN (SELECT DATE '2024-01-03' AS d UNION ALL SELECT DATE '2024-01-09') b USING (d)",
+    "SELECT * FROM ({agg}) a WHERE n > (SELECT count(*) / 20 FROM {t} WHERE i < 33)",  # a scalar subquery too
+    "SELECT d, n FROM ({agg}) UNION ALL SELECT d, n FROM ({agg})",
+    "SELECT * FROM ({agg}) ORDER BY hi DESC LIMIT 2",
+    "SELECT d, n FROM ({agg}) UNION ALL SELECT d, hi FROM ({agg}) ORDER BY n",  # a sort ships itself and its child
+    "SELECT count(*), sum(n) FROM ({agg})",  # an aggregation above the answer (with a shuffle between)
+])
+@pytest.mark.parametrize("driver", [True, False])
+def test_plans_above_the_answer_equal_plain_spark(spark, dated, shape: str, driver: bool) -> None:  # noqa: ANN001
+    """Operators above the answer take its rows as Spark's nodes take a child's: by collecting it, or as one
+    partition shipped to the executors (a join, a union, a sort and a second aggregation over it)."""
+    handled, plain, _ = dated
+    agg = "SELECT min(d) AS d, count(*) AS n, max(i) AS hi FROM {t} WHERE i >= 25"  # day 3 cut: one file read
+    sql = shape.replace("{agg}", agg)
+    spark.conf.set(DRIVER_BYTES, str(4 << 20) if driver else "0")
+    _answered(spark)
+    ours = canonical(spark.sql(sql.format(t=handled)).collect())
+    assert any(e["step"] == "aggregate_in_driver" for e in _answered(spark)) == driver
+    assert ours == canonical(spark.sql(sql.format(t=plain)).collect()) and ours
+    df = spark.sql(sql.format(t=handled)).cache()  # built through execute(): the answer as an RDD
+    try:
+        assert canonical(df.collect()) == ours and df.count() == len(ours)
+    finally:
+        df.unpersist()
+
+
 def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
     from pyspark.sql import functions as F
 
