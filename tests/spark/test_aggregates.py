@@ -399,6 +399,27 @@ def test_plans_above_the_answer_equal_plain_spark(spark, dated, shape: str, driv
         df.unpersist()
 
 
+@pytest.mark.parametrize("driver", [True, False])
+def test_columns_in_another_case_and_columns_some_files_lack(spark, catalog, tmp_path, driver: bool) -> None:  # noqa: ANN001
+    """The files say ``UserId`` and ``Extra`` (the metastore: ``userid``, ``extra``), and one file has no
+    ``Extra`` at all: Spark reads it as all null, so the index's numbers for it must say the same."""
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"UserId": pa.array([1, 2, 3], pa.int64())}), root / "a.parquet")
+    pq.write_table(pa.table({"UserId": pa.array([4, 5, None], pa.int64()),
+                             "Extra": pa.array([7, None, 9], pa.int32())}), root / "b.parquet")
+    handled, plain = register_pair(catalog, root)
+    spark.conf.set(DRIVER_BYTES, str(4 << 20) if driver else "0")
+    for sql, answered in [("SELECT count(userid), max(userid), min(UserId), count(*) FROM {t}", 2),
+                          ("SELECT count(extra), max(extra), min(EXTRA), count(*) FROM {t}", 2),
+                          ("SELECT count(extra), max(extra), count(*) FROM {t} WHERE userid >= 1", 1),
+                          ("SELECT count(USERID), max(Extra) FROM {t} WHERE Extra IS NULL", 1)]:
+        _answered(spark)
+        ours = canonical(spark.sql(sql.format(t=handled)).collect())
+        assert [e["answered"] for e in _rewrites(spark)] == [answered], sql
+        assert ours == canonical(spark.sql(sql.format(t=plain)).collect()), sql
+
+
 def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
     from pyspark.sql import functions as F
 
