@@ -52,7 +52,11 @@ import scala.Option;
  * statistics run while Spark finishes optimizing and planning; the size estimate and the listing that follow
  * take that answer (same predicates, within {@link #REUSE_NANOS}) instead of asking again, the listing once.
  * Nothing is cached across queries, also not across actions on one DataFrame (which share this index when no
- * filter sits above the scan): every query lists storage and reads the current index.
+ * filter sits above the scan): every query lists storage and reads the current index. One bounded exception: an
+ * answer asked for while a plan is made before its action (the Thrift server logs each statement's plan before
+ * running it; {@code explain}; a size estimate read from a DataFrame's query execution) is taken by that plan's
+ * listing within {@link #REUSE_NANOS}. Spark's SQL execution id cannot separate the Thrift server's one query
+ * from a DataFrame planned now and run later: the statement is planned before its execution id exists.
  */
 public final class HshFileIndex extends FileIndexBase {
   private static final Logger LOG = LoggerFactory.getLogger(HshFileIndex.class);
