@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -451,6 +452,7 @@ def main() -> int:
         print(markdown(results))
     finally:
         metastore.stop()
+        shutil.rmtree(home, ignore_errors=True)  # the run's metastore, warehouse and scan log: nothing reused
     if mismatches:
         print(f"error: rows differ from native's: {mismatches}", file=sys.stderr)
         return 1
