@@ -372,6 +372,32 @@ def test_partitions_at_their_own_locations_are_answered_and_read_with_the_metast
     assert [(e["answered"], e["read"]) for e in driver] == [(3, 0)], driver
 
 
+@pytest.mark.parametrize("driver", [True, False])
+def test_group_keys_are_the_partition_values_spark_reads(spark, catalog, tmp_path, driver: bool) -> None:  # noqa: ANN001
+    """Grouped by partition columns whose folder names Hive escapes (``:``, ``=``, ``%``, ``/``), with non-ASCII
+    and Hive's default (null) partition: each group's key, answered or read, is the value Spark reads."""
+    from storage_handler.hive_paths import escape_path_name
+
+    root = tmp_path / "t"
+    values = ["a:b", "x=y", "50%x", "sl/ash", "é ü", None]
+    for n, s in enumerate(values):
+        folder = root / f"s={'__HIVE_DEFAULT_PARTITION__' if s is None else escape_path_name(s)}" / \
+            f"d={dt.date(2024, 1, 1 + n % 2)}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"i": pa.array(range(n, n + 5), pa.int64())}), folder / "part-0.parquet")
+    handled, plain = register_pair(catalog, root)
+    spark.conf.set(DRIVER_BYTES, str(4 << 20) if driver else "0")
+    for sql in ("SELECT s, d, count(*), min(i), max(i) FROM {t} GROUP BY s, d",
+                "SELECT d, count(*), max(i) FROM {t} WHERE i >= 2 GROUP BY d",  # cut files: read
+                "SELECT s, count(i) FROM {t} WHERE s IS NULL OR s >= 'x' GROUP BY s"):
+        _answered(spark)
+        ours = canonical(spark.sql(sql.format(t=handled)).collect())
+        assert [e["answered"] > 0 for e in _rewrites(spark)] == [True], sql
+        assert ours == canonical(spark.sql(sql.format(t=plain)).collect()), sql
+    keys = {r[0] for r in spark.sql(f"SELECT s, count(*) FROM {handled} GROUP BY s").collect()}
+    assert keys == set(values)
+
+
 @pytest.mark.parametrize("shape", [
     "SELECT * FROM ({agg}) a JOIN (SELECT DATE '2024-01-03' AS d UNION ALL SELECT DATE '2024-01-09') b USING (d)",
     "SELECT * FROM ({agg}) a WHERE n > (SELECT count(*) / 20 FROM {t} WHERE i < 33)",  # a scalar subquery too
