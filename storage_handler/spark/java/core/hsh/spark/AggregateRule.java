@@ -184,24 +184,26 @@ final class AggregateRule extends Rule<LogicalPlan> {
     bounded.forEach(bounds::add);
     List<Expression> conjuncts = filter == null ? List.of() : Scala.list(filter.splitConjunctivePredicates(
         filter.condition()));
-    ObjectNode scanRequest = index.aggregateRequest(conjuncts, request);
+    PartitionConjuncts split = PartitionConjuncts.split(session, index.table(), conjuncts);
+    ObjectNode scanRequest = index.aggregateRequest(split.sent, request);
     long threshold = minAnsweredBytes();
     long driverBytes = IndexAnswer.driverReadBytes(session);
-    String decision = AggregateDecisions.key(index.table().name, threshold, driverBytes, scanRequest);
+    String decision = AggregateDecisions.key(index.table().name, threshold, driverBytes,
+        scanRequest + " " + split.evaluatedHere());
     if (AggregateDecisions.recentlyDeclined(decision)) {
       Timings.record("aggregate_declined_recently", index.table().name, System.nanoTime());
       return aggregate; // as with the feature off: the scan's prune request is prefetched (QueryFilterRule)
     }
     HshFileIndex asked = index.withAggregateAnswer(conjuncts, scanRequest);
     JsonNode answer = asked.heldAnswer();
-    JsonNode matched = Contract.answer(answer, "matched", index.table().name);
+    JsonNode files = Contract.answer(answer, "files", index.table().name);
+    JsonNode matched = split.keep(Contract.answer(answer, "matched", index.table().name), files);
     JsonNode positions = Contract.matched(matched, "positions", index.table().name);
     LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
     if (positions.size() == 0) { // nothing to answer
       AggregateDecisions.declined(decision);
       return rebuilt(aggregate, project, filter, askedScan);
     }
-    JsonNode files = Contract.answer(answer, "files", index.table().name);
     ArrayNode rest = JSON.arrayNode();
     Set<Integer> answered = new HashSet<>();
     for (JsonNode pos : positions) answered.add(pos.asInt());
@@ -210,6 +212,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
     for (int i = 0; i < files.size(); i++) {
       long bytes = Contract.fileField(files.get(i), "bytes", index.table().name).asLong();
       if (!answered.contains(i)) {
+        if (!split.holdsFor(files.get(i))) continue; // its partition holds no matching row: nothing to read
         rest.add(files.get(i));
         restBytes += bytes;
       } else {

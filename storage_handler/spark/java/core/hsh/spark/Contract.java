@@ -117,6 +117,11 @@ final class Contract {
     return present(matched, field(MATCHED, name), "matched files", table);
   }
 
+  /** A field name of an answer's {@code matched} part (checked against the contract). */
+  static String matchedField(String name) {
+    return field(MATCHED, name);
+  }
+
   /** A field name of the aggregate part of a scan request (checked against the contract). */
   static String aggregateRequest(String name) {
     return field(AGGREGATE_REQUEST, name);

@@ -58,7 +58,7 @@ final class IndexNumbers {
     return out;
   }
 
-  private static JsonNode findIgnoreCase(JsonNode object, String name) {
+  static JsonNode findIgnoreCase(JsonNode object, String name) {
     JsonNode exact = object.get(name);
     if (exact != null) return exact;
     for (java.util.Iterator<String> it = object.fieldNames(); it.hasNext(); ) {

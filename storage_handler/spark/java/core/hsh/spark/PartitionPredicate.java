@@ -31,15 +31,21 @@ final class PartitionPredicate {
   static List<PartitionDirectory> matching(List<PartitionDirectory> dirs, List<Expression> filters,
       StructType partitionSchema) {
     if (filters.isEmpty() || dirs.isEmpty()) return dirs;
-    Expression all = filters.get(0);
-    for (int i = 1; i < filters.size(); i++) all = new And(all, filters.get(i));
-    BasePredicate predicate = Predicate$.MODULE$.createInterpreted(bind(all, partitionSchema));
-    predicate.initialize(0);
+    BasePredicate predicate = of(filters, partitionSchema);
     List<PartitionDirectory> out = new ArrayList<>();
     for (PartitionDirectory dir : dirs) {
       if (predicate.eval(dir.values())) out.add(dir);
     }
     return out;
+  }
+
+  /** Every predicate of (non-empty) {@code filters} AND-ed, to evaluate on a row of {@code partitionSchema}. */
+  static BasePredicate of(List<Expression> filters, StructType partitionSchema) {
+    Expression all = filters.get(0);
+    for (int i = 1; i < filters.size(); i++) all = new And(all, filters.get(i));
+    BasePredicate predicate = Predicate$.MODULE$.createInterpreted(bind(all, partitionSchema));
+    predicate.initialize(0);
+    return predicate;
   }
 
   private static Expression bind(Expression predicate, StructType partitionSchema) {
