@@ -184,7 +184,13 @@ final class AggregateRule extends Rule<LogicalPlan> {
     bounded.forEach(bounds::add);
     List<Expression> conjuncts = filter == null ? List.of() : Scala.list(filter.splitConjunctivePredicates(
         filter.condition()));
-    PartitionConjuncts split = PartitionConjuncts.split(session, index.table(), conjuncts);
+    PartitionConjuncts split;
+    try {
+      split = PartitionConjuncts.split(session, index.table(), conjuncts);
+    } catch (Exception e) { // a conjunct this side cannot bind (Scala throws checked ones undeclared): Spark's plan
+      Timings.record("aggregate_partition_conjuncts_failed", index.table().name, System.nanoTime());
+      return aggregate;
+    }
     ObjectNode scanRequest = index.aggregateRequest(split.sent, request);
     long threshold = minAnsweredBytes();
     long driverBytes = IndexAnswer.driverReadBytes(session);
@@ -196,10 +202,18 @@ final class AggregateRule extends Rule<LogicalPlan> {
     }
     HshFileIndex asked = index.withAggregateAnswer(conjuncts, scanRequest);
     JsonNode answer = asked.heldAnswer();
-    JsonNode files = Contract.answer(answer, "files", index.table().name);
-    JsonNode matched = split.keep(Contract.answer(answer, "matched", index.table().name), files);
-    JsonNode positions = Contract.matched(matched, "positions", index.table().name);
     LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
+    JsonNode files = Contract.answer(answer, "files", index.table().name);
+    JsonNode matched;
+    boolean[] holds = new boolean[files.size()]; // whether the conjuncts evaluated here hold for each file
+    try {
+      matched = split.keep(Contract.answer(answer, "matched", index.table().name), files);
+      for (int i = 0; i < holds.length; i++) holds[i] = split.holdsFor(files.get(i));
+    } catch (Exception e) { // a value the query's own cast rejects, an internal error: Spark's plan decides
+      Timings.record("aggregate_partition_conjuncts_failed", index.table().name, System.nanoTime());
+      return rebuilt(aggregate, project, filter, askedScan);
+    }
+    JsonNode positions = Contract.matched(matched, "positions", index.table().name);
     if (positions.size() == 0) { // nothing to answer
       AggregateDecisions.declined(decision);
       return rebuilt(aggregate, project, filter, askedScan);
@@ -212,7 +226,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
     for (int i = 0; i < files.size(); i++) {
       long bytes = Contract.fileField(files.get(i), "bytes", index.table().name).asLong();
       if (!answered.contains(i)) {
-        if (!split.holdsFor(files.get(i))) continue; // its partition holds no matching row: nothing to read
+        if (!holds[i]) continue; // its partition holds no matching row: nothing to read
         rest.add(files.get(i));
         restBytes += bytes;
       } else {

@@ -350,7 +350,7 @@ public final class HshFileIndex extends FileIndexBase {
       List<String> values = new ArrayList<>();
       JsonNode partition = Contract.fileField(f, "partition_values", table.name);
       for (StructField field : partitionSchema.fields()) {
-        JsonNode v = partition.get(field.name());
+        JsonNode v = IndexNumbers.findIgnoreCase(partition, field.name()); // as PartitionConjuncts reads them
         values.add(v == null || v.isNull() ? null : v.asText());
       }
       Path path = FileSystems.path(Contract.fileField(f, "uri", table.name).asText());

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
@@ -17,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.expressions.Unevaluable;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -43,6 +45,7 @@ final class PartitionConjuncts {
   private final String table;
 
   private final List<Expression> here;
+  private final Map<JsonNode, Boolean> decided = new HashMap<>(); // by partition values (JSON equality)
 
   private PartitionConjuncts(List<Expression> sent, List<Expression> here, HshTable table, String zone) {
     this.sent = sent;
@@ -60,7 +63,7 @@ final class PartitionConjuncts {
     List<Expression> here = new ArrayList<>();
     for (Expression c : conjuncts) {
       boolean local = c.deterministic() && !SubqueryExpression.hasSubquery(c) && !c.references().isEmpty()
-          && namesOnly(c, partitions)
+          && !unevaluable(c) && namesOnly(c, partitions)
           // nothing of it reaches the handler: leaving it out of the request prunes no less
           && FilterJson.encode(session, Prunable.of(session, table.partitionSchema, List.of(c))).filters.isEmpty();
       (local ? here : sent).add(c);
@@ -72,7 +75,20 @@ final class PartitionConjuncts {
   String evaluatedHere() {
     StringBuilder out = new StringBuilder();
     for (Expression e : here) out.append(e.canonicalized().sql()).append(';');
-    return out.toString();
+    return here.isEmpty() ? "" : out.append(zone).toString(); // a cast's zone is not in its SQL
+  }
+
+  /**
+   * Whether {@code e} holds a part only Spark's later planning can run -- a Python UDF ({@code PythonUDF}), which
+   * Spark extracts into its own operator after this rule: evaluated here, it throws.
+   */
+  private static boolean unevaluable(Expression e) {
+    return e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
+      @Override
+      public Object apply(Expression part) {
+        return part instanceof Unevaluable && !(part instanceof Attribute); // columns are bound before evaluating
+      }
+    });
   }
 
   private static boolean namesOnly(Expression e, Set<String> partitions) {
@@ -85,6 +101,10 @@ final class PartitionConjuncts {
   /** Whether the conjuncts evaluated here hold for a partition's values ({@code {key: text or null}}). */
   boolean holds(JsonNode values) {
     if (predicate == null) return true;
+    return decided.computeIfAbsent(values, this::evaluate); // once per partition, not per file
+  }
+
+  private boolean evaluate(JsonNode values) {
     StructField[] fields = partitionSchema.fields();
     Object[] row = new Object[fields.length];
     for (int i = 0; i < fields.length; i++) {
