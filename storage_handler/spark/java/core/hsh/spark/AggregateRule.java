@@ -205,10 +205,10 @@ final class AggregateRule extends Rule<LogicalPlan> {
     LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
     JsonNode files = Contract.answer(answer, "files", index.table().name);
     JsonNode matched;
-    boolean[] holds = new boolean[files.size()]; // whether the conjuncts evaluated here hold for each file
+    boolean[] holds; // whether the conjuncts evaluated here hold for each file
     try {
-      matched = split.keep(Contract.answer(answer, "matched", index.table().name), files);
-      for (int i = 0; i < holds.length; i++) holds[i] = split.holdsFor(files.get(i));
+      holds = split.holdsForEach(files);
+      matched = split.keep(Contract.answer(answer, "matched", index.table().name), holds);
     } catch (Exception e) { // a value the query's own cast rejects, an internal error: Spark's plan decides
       Timings.record("aggregate_partition_conjuncts_failed", index.table().name, System.nanoTime());
       return rebuilt(aggregate, project, filter, askedScan);

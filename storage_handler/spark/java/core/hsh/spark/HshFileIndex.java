@@ -350,8 +350,7 @@ public final class HshFileIndex extends FileIndexBase {
       List<String> values = new ArrayList<>();
       JsonNode partition = Contract.fileField(f, "partition_values", table.name);
       for (StructField field : partitionSchema.fields()) {
-        JsonNode v = IndexNumbers.findIgnoreCase(partition, field.name()); // as PartitionConjuncts reads them
-        values.add(v == null || v.isNull() ? null : v.asText());
+        values.add(partitionText(partition, field.name()));
       }
       Path path = FileSystems.path(Contract.fileField(f, "uri", table.name).asText());
       if (schemes.add(String.valueOf(path.toUri().getScheme()))) {
@@ -372,6 +371,15 @@ public final class HshFileIndex extends FileIndexBase {
       out.add(PartitionDirectory.apply(new GenericInternalRow(row), group.getValue().toArray(new FileStatus[0])));
     }
     return out;
+  }
+
+  /**
+   * The value text of partition column {@code name} in {@code values} (a file's {@code partition_values}, an
+   * answered partition of {@code matched}; keys in any case), null for Hive's default partition.
+   */
+  static String partitionText(JsonNode values, String name) {
+    JsonNode v = IndexNumbers.findIgnoreCase(values, name);
+    return v == null || v.isNull() ? null : v.asText();
   }
 
   /** A partition folder's value text as Spark's own listing casts it (null stays null). */

@@ -39,12 +39,11 @@ final class PartitionConjuncts {
 
   /** The conjuncts sent to the handler (all of them when none is evaluated here). */
   final List<Expression> sent;
+  private final List<Expression> here; // the conjuncts evaluated here
+  private final BasePredicate predicate; // those AND-ed; null when there are none
   private final StructType partitionSchema;
-  private final BasePredicate predicate; // the conjuncts evaluated here, AND-ed; null when there are none
   private final String zone;
   private final String table;
-
-  private final List<Expression> here;
   private final Map<JsonNode, Boolean> decided = new HashMap<>(); // by partition values (JSON equality)
 
   private PartitionConjuncts(List<Expression> sent, List<Expression> here, HshTable table, String zone) {
@@ -99,7 +98,7 @@ final class PartitionConjuncts {
   }
 
   /** Whether the conjuncts evaluated here hold for a partition's values ({@code {key: text or null}}). */
-  boolean holds(JsonNode values) {
+  private boolean holds(JsonNode values) {
     if (predicate == null) return true;
     return decided.computeIfAbsent(values, this::evaluate); // once per partition, not per file
   }
@@ -108,28 +107,32 @@ final class PartitionConjuncts {
     StructField[] fields = partitionSchema.fields();
     Object[] row = new Object[fields.length];
     for (int i = 0; i < fields.length; i++) {
-      JsonNode v = IndexNumbers.findIgnoreCase(values, fields[i].name());
-      row[i] = HshFileIndex.partitionValue(v == null || v.isNull() ? null : v.asText(), fields[i].dataType(), zone);
+      row[i] = HshFileIndex.partitionValue(HshFileIndex.partitionText(values, fields[i].name()),
+          fields[i].dataType(), zone);
     }
     return predicate.eval(new GenericInternalRow(row));
   }
 
-  /** Whether they hold for the partition of {@code file}, one file of a prune answer. */
-  boolean holdsFor(JsonNode file) {
-    return predicate == null || holds(Contract.fileField(file, "partition_values", table));
+  /** Whether they hold for the partition of each file of {@code files}, a prune answer's list. */
+  boolean[] holdsForEach(JsonNode files) {
+    boolean[] out = new boolean[files.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = predicate == null || holds(Contract.fileField(files.get(i), "partition_values", table));
+    }
+    return out;
   }
 
   /**
-   * The handler's {@code matched} part for {@code files} (its answer's list), with only the partitions (and the
-   * answered files) these conjuncts hold for: every array in it is aligned with either the positions or the
-   * partitions.
+   * The handler's {@code matched} part with only the partitions, and the answered files ({@code holds}: from
+   * {@link #holdsForEach} of the answer's list), these conjuncts hold for: every array in it is aligned with
+   * either the positions or the partitions.
    */
-  JsonNode keep(JsonNode matched, JsonNode files) {
+  JsonNode keep(JsonNode matched, boolean[] holds) {
     if (predicate == null) return matched;
     ObjectNode out = ((ObjectNode) matched).deepCopy();
     ArrayNode positions = JSON.arrayNode();
     for (JsonNode p : Contract.matched(matched, "positions", table)) {
-      if (holdsFor(files.get(p.asInt()))) positions.add(p);
+      if (holds[p.asInt()]) positions.add(p);
     }
     out.set(Contract.matchedField("positions"), positions);
     JsonNode partitions = Contract.matched(matched, "partitions", table);
