@@ -97,7 +97,7 @@ FLOOR_SQL = "SELECT sum(n) AS n FROM VALUES (1L), (2L) AS t(n)"
 # the rows read ("count_all_of_2_files_read"); the answer in the driver says "150 files answered from the index,
 # 2 files (... bytes) read in the driver"
 FROM_INDEX = re.compile(r"_of_(\d+)_files_from_index|(\d+) files? answered from the index")
-READ = re.compile(r"_of_(\d+)_files_read|, (\d+) files? \(\d+ bytes\) read in the driver")
+READ = re.compile(r"_of_(\d+)_files_read|, (\d+) files? \(\d+ bytes[^)]*\) read in the driver")
 IN_DRIVER = "HshAggregateFromIndex"
 
 

@@ -18,7 +18,8 @@ A scan request (one JSON line)::
 and its answer::
 
     {"ok": true, "files": [[URI, BYTES, MTIME_MS, {KEY: VALUE or null}], ...], "metrics": {METRIC: ...},
-     "matched": null | {"positions": [...], "partitions": [...], "rows": [...], "columns": {...}, "exact": {...}}}
+     "matched": null | {"positions": [...], "partitions": [...], "rows": [...], "columns": {...}, "exact": {...},
+                        "file_rows": [ROWS or null per file]}}
     {"ok": false, "error": "<one line for the query's exception>"}
 
 An index request, sent by the extension after a write to a registered table committed (never before: a failed
@@ -56,6 +57,7 @@ SETTING_PROCESSES: str = _DATA["settings"]["processes"]
 SETTING_AGGREGATES: str = _DATA["settings"]["aggregates"]
 SETTING_AGGREGATES_MIN_BYTES: str = _DATA["settings"]["aggregates_min_bytes"]
 SETTING_AGGREGATES_DRIVER_BYTES: str = _DATA["settings"]["aggregates_driver_bytes"]
+SETTING_AGGREGATES_DRIVER_ROWS: str = _DATA["settings"]["aggregates_driver_rows"]
 SETTING_INDEX_ON_WRITE: str = _DATA["settings"]["index_on_write"]
 SETTING_INDEX_ON_WRITE_TIMEOUT: str = _DATA["settings"]["index_on_write_timeout"]
 SETTING_INDEX_ON_WRITE_ASYNC: str = _DATA["settings"]["index_on_write_async"]

@@ -49,10 +49,12 @@ def matched(kept: ScanFiles, rows: pa.Table, certain: pa.BooleanArray | None, co
     the aggregates need. Keys: ``positions`` (the kept files answered, by position in the answer's file list),
     ``partitions`` (one ``{key: value}`` per answered partition), ``rows`` (their row counts), and per column
     ``nulls`` / ``min`` / ``max`` lists aligned with ``partitions``; ``exact`` says which bounded columns could be
-    answered at all (a column whose type has no exact bounds makes every file be read).
+    answered at all (a column whose type has no exact bounds makes every file be read); ``file_rows``: every kept
+    file's row count as the index trusts it (:func:`file_rows`), which bounds the rows left to read.
     """
     exact = {c: exact_bounds(columns[c.lower()]) for c in bounded if c.lower() in columns}
-    empty: dict[str, Any] = {"positions": [], "partitions": [], "rows": [], "columns": {}, "exact": exact}
+    empty: dict[str, Any] = {"positions": [], "partitions": [], "rows": [], "columns": {}, "exact": exact,
+                             "file_rows": file_rows(rows)}
     if certain is None or NUM_RECORDS not in rows.column_names or not all(exact.get(c, False) for c in bounded):
         return empty
     mask = pc.and_(certain, pc.is_valid(rows.column(NUM_RECORDS)))
@@ -91,7 +93,24 @@ def matched(kept: ScanFiles, rows: pa.Table, certain: pa.BooleanArray | None, co
         "columns": {c: {k: _json(folded.column(f"{c}.{k}_{'sum' if k == 'nulls' else k}")) for k in s}
                     for c, s in stats.items()},
         "exact": exact,
+        "file_rows": file_rows(rows),
     }
+
+
+def file_rows(rows: pa.Table) -> list[int | None]:
+    """Each kept file's row count from the index, aligned with the answer's files; ``None`` where the index holds
+    none it trusts (a file unindexed, changed since indexing, or whose footer failed to read).
+
+    Why: the extension reads the files left to read in the driver only while their rows are few
+    (``spark.hsh.aggregates.driverReadRows``); bytes alone do not bound rows (a few hundred KiB of repetitive
+    values can hold millions), and a file whose count is unknown is left to a Spark job.
+    """
+    if NUM_RECORDS not in rows.column_names:
+        return [None] * rows.num_rows
+    counts = rows.column(NUM_RECORDS)
+    if STATS_ERROR in rows.column_names:
+        counts = pc.if_else(pc.is_null(rows.column(STATS_ERROR)), counts, pa.scalar(None, counts.type))
+    return [None if c is None else int(c) for c in counts.to_pylist()]
 
 
 def _field(rows: pa.Table, struct: str, name: str) -> pa.Array | None:

@@ -205,6 +205,7 @@ def _rewrites(spark: Any) -> list[dict[str, Any]]:
 
 
 DRIVER_BYTES = "spark.hsh.aggregates.driverReadBytes"
+DRIVER_ROWS = "spark.hsh.aggregates.driverReadRows"
 # EXPLAIN of a rewrite: Spark's plan of it names the index's columns ("count_all_of_5_files_from_index"), the
 # answer in the driver says what it answered ("5 files answered from the index")
 FROM_INDEX = re.compile(r"_of_(\d+)_files_from_index|(\d+) files answered from the index")
@@ -317,16 +318,56 @@ def test_files_left_to_read_above_the_driver_limit_are_read_by_spark(spark, date
         spark.sql(sql.format(t=handled)).collect()
 
 
+def test_files_with_more_rows_than_the_driver_limit_are_read_by_spark(spark, catalog, tmp_path) -> None:  # noqa: ANN001
+    """Bytes do not bound rows: a file of repetitive values holds many rows in a few KiB. Past
+    ``spark.hsh.aggregates.driverReadRows`` (the index's row counts of the files left to read) a job reads them."""
+    root = tmp_path / "repetitive"
+    root.mkdir()
+    pq.write_table(pa.table({"x": pa.array([k % 5 for k in range(1000)], pa.int64())}), root / "whole.parquet")
+    many = 300_000  # above the default limit (250,000), in a few KiB
+    pq.write_table(pa.table({"x": pa.array([k % 7 for k in range(many)], pa.int64())}), root / "cut.parquet")
+    assert (root / "cut.parquet").stat().st_size < 64 << 10  # far below the bytes limit
+    handled, plain = register_pair(catalog, root)
+    sql = "SELECT count(*) AS n, max(x) AS hi FROM {t} WHERE x < 5"
+    expected = spark.sql(sql.format(t=plain)).collect()
+    assert expected[0]["n"] == 1000 + sum(1 for k in range(many) if k % 7 < 5)
+    plan = _plan(spark, sql.format(t=handled))
+    assert "HshAggregateFromIndex" not in plan and "count_all_of_1_files_from_index" in plan  # rewritten, a job
+    ours, jobs = _jobs(spark, lambda: spark.sql(sql.format(t=handled)).collect())
+    assert ours == expected and jobs >= 1
+    spark.conf.set(DRIVER_ROWS, str(many))
+    try:
+        plan = _plan(spark, sql.format(t=handled))
+        assert "1 file answered from the index, 1 file (" in plan and f"bytes, {many} rows) read in the driver" in plan
+        _answered(spark)
+        ours, jobs = _jobs(spark, lambda: spark.sql(sql.format(t=handled)).collect())
+        assert ours == expected and jobs == 0
+        assert [e["rows_read"] for e in _answered(spark) if e["step"] == "aggregate_in_driver"] == [many]
+        spark.conf.set(DRIVER_ROWS, "lots")
+        with pytest.raises(Exception, match="driverReadRows is 'lots'; set it to a whole number of rows"):
+            spark.sql(sql.format(t=handled)).collect()
+    finally:
+        spark.conf.unset(DRIVER_ROWS)
+
+
 def test_a_file_the_driver_cannot_read_is_left_to_spark_s_own_plan(spark, catalog, tmp_path) -> None:  # noqa: ANN001
     """A corrupt file among those left to read: Spark's plan runs instead, so the query fails as Spark's does, or
-    skips the file when ``spark.sql.files.ignoreCorruptFiles`` says so -- the same rows as plain Spark."""
+    skips the file when ``spark.sql.files.ignoreCorruptFiles`` says so -- the same rows as plain Spark.
+
+    The file's footer is sound (the index knows its statistics and row count, so the driver may read it) and its
+    only data page's header is not: the driver's read fails where a scan task's would."""
     root = tmp_path / "days"
     root.mkdir()
     for k in range(3):
         pq.write_table(pa.table({"i": pa.array(range(k * 10, k * 10 + 10), pa.int64())}), root / f"p-{k}.parquet")
+    broken = root / "p-9.parquet"
+    pq.write_table(pa.table({"i": pa.array(range(-5, 5), pa.int64())}), broken, use_dictionary=False)
+    page = pq.ParquetFile(broken).metadata.row_group(0).column(0).data_page_offset
+    with broken.open("r+b") as f:
+        f.seek(page)
+        f.write(b"\xff" * 8)  # no valid page header starts so
     handled, plain = register_pair(catalog, root)
-    (root / "p-9.parquet").write_bytes(b"not parquet at all")  # after indexing: unknown to the index, read
-    sql = "SELECT count(*) AS n, max(i) AS hi FROM {t} WHERE i >= 0"
+    sql = "SELECT count(*) AS n, max(i) AS hi FROM {t} WHERE i >= 0"  # p-9 cut: read
     assert "HshAggregateFromIndex" in _plan(spark, sql.format(t=handled))
     _answered(spark)
     with pytest.raises(Exception, match="FAILED_READ_FILE|p-9.parquet") as ours:
@@ -364,14 +405,21 @@ def test_partitions_at_their_own_locations_are_answered_and_read_with_the_metast
     expected = spark.sql(sql.format(t=plain)).collect()
     assert [(r["p"], r["n"], r["c"], r["hi"]) for r in expected] == [(0, 10, 10, 9), (1, 10, 10, 19), (7, 4, 3, 72)]
     _answered(spark)
-    assert spark.sql(sql.format(t=handled)).collect() == expected  # p=7 not yet indexed: read in the driver
-    driver = [e for e in _answered(spark) if e["step"] == "aggregate_in_driver"]
-    assert [(e["answered"], e["read"]) for e in driver] == [(2, 1)], driver
+    # p=7 not yet indexed: its row count unknown, so read by a Spark job, never in the driver
+    ours, jobs = _jobs(spark, lambda: spark.sql(sql.format(t=handled)).collect())
+    assert ours == expected and jobs >= 1
+    assert [(e["answered"], e["read"]) for e in _answered(spark)] == [(2, 1)]  # a rewrite, not in the driver
     refreshed = run_hsh("follow", handled, "--once", "--metastore", metastore_uri)  # indexes p=7
     assert refreshed.returncode == 0, refreshed.stderr
     assert spark.sql(sql.format(t=handled)).collect() == expected  # now every file answered from the index
     driver = [e for e in _answered(spark) if e["step"] == "aggregate_in_driver"]
     assert [(e["answered"], e["read"]) for e in driver] == [(3, 0)], driver
+    # p=7's file cut by the filter (its null and 71 do not match): read in the driver, with the metastore's p
+    cut = sql.replace("GROUP BY", "WHERE i <> 71 GROUP BY")
+    ours = spark.sql(cut.format(t=handled)).collect()  # (the ORDER BY above the answer runs its own jobs)
+    assert ours == spark.sql(cut.format(t=plain)).collect() and ours[-1]["p"] == 7
+    driver = [e for e in _answered(spark) if e["step"] == "aggregate_in_driver"]
+    assert [(e["answered"], e["read"], e["rows_read"]) for e in driver] == [(2, 1, 4)], driver
 
 
 @pytest.mark.parametrize("driver", [True, False])

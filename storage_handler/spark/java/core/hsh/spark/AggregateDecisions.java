@@ -15,7 +15,7 @@ import java.util.Map;
  *
  * <p>Only a choice of plan is remembered, never an answer: reading files instead of taking their numbers from the
  * index is always correct, so an entry that has gone stale (data added since) can only cost the rewrite's gain for
- * a while, never change a result. The key is the table's name, the threshold in force and the whole scan request
+ * a while, never change a result. The key is the table's name, the limits in force and the whole scan request
  * (table, location, schema, filters, the aggregates asked for; kept as a digest). A table's decisions are forgotten when Spark
  * refreshes its file index ({@code REFRESH TABLE}, a write through Spark) and when a handler session's write has
  * been indexed; the rest expire after {@link #TTL_NANOS}. At most {@link #CAPACITY} are kept, least recently used
@@ -37,13 +37,14 @@ public final class AggregateDecisions {
   private AggregateDecisions() {}
 
   /**
-   * The key of a query over {@code table}: the threshold and the scan request decide the choice. The request (a
-   * wide table's columns make it tens of KB) is kept as its SHA-256 digest.
+   * The key of a query over {@code table}: the limits in force (the threshold, the driver's bytes and rows) and the
+   * scan request decide the choice. The request (a wide table's columns make it tens of KB) is kept as its SHA-256
+   * digest.
    */
-  static String key(String table, long threshold, long driverBytes, Object request) {
+  static String key(String table, String limits, Object request) {
     try {
       MessageDigest digest = MessageDigest.getInstance("SHA-256");
-      byte[] hash = digest.digest((threshold + " " + driverBytes + " " + request).getBytes(StandardCharsets.UTF_8));
+      byte[] hash = digest.digest((limits + " " + request).getBytes(StandardCharsets.UTF_8));
       return table + " " + Base64.getEncoder().encodeToString(hash);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("hsh: this JVM has no SHA-256", e); // every Java platform must have it

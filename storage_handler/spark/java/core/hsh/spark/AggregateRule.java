@@ -194,7 +194,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
     ObjectNode scanRequest = index.aggregateRequest(split.sent, request);
     long threshold = minAnsweredBytes();
     long driverBytes = IndexAnswer.driverReadBytes(session);
-    String decision = AggregateDecisions.key(index.table().name, threshold, driverBytes,
+    long driverRows = IndexAnswer.driverReadRows(session);
+    String decision = AggregateDecisions.key(index.table().name, threshold + " " + driverBytes + " " + driverRows,
         scanRequest + " " + split.evaluatedHere());
     if (AggregateDecisions.recentlyDeclined(decision)) {
       Timings.record("aggregate_declined_recently", index.table().name, System.nanoTime());
@@ -221,14 +222,19 @@ final class AggregateRule extends Rule<LogicalPlan> {
     ArrayNode rest = JSON.arrayNode();
     Set<Integer> answered = new HashSet<>();
     for (JsonNode pos : positions) answered.add(pos.asInt());
+    JsonNode fileRows = Contract.matched(matched, "file_rows", index.table().name);
     long answeredBytes = 0;
     long restBytes = 0;
+    long restRows = 0; // Long.MAX_VALUE once a file left to read has a row count the index does not know
     for (int i = 0; i < files.size(); i++) {
       long bytes = Contract.fileField(files.get(i), "bytes", index.table().name).asLong();
       if (!answered.contains(i)) {
         if (!holds[i]) continue; // its partition holds no matching row: nothing to read
         rest.add(files.get(i));
         restBytes += bytes;
+        JsonNode rows = fileRows.get(i);
+        restRows = rows == null || !rows.canConvertToLong() || restRows == Long.MAX_VALUE ? Long.MAX_VALUE
+            : restRows + rows.asLong();
       } else {
         answeredBytes += bytes;
       }
@@ -238,7 +244,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
     // Parquet costs); it stays until measured again for the single aggregation (benchmarks/results/aggregates.md).
     // When the rest is small enough to read in the driver (IndexAnswer), the rewrite runs no job at all: always
     // worth it.
-    boolean inDriver = driverBytes > 0 && restBytes <= driverBytes;
+    boolean inDriver = driverBytes > 0 && restBytes <= driverBytes && restRows <= driverRows;
     if (rest.size() > 0 && answeredBytes < threshold && !inDriver) {
       AggregateDecisions.declined(decision); // the next run of this query need not ask first (AggregateDecisions)
       return rebuilt(aggregate, project, filter, askedScan);
@@ -250,7 +256,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
     Timings.record("aggregate_from_index", index.table().name, System.nanoTime(), "answered", answered.size(),
         "read", rest.size());
     return merged(aggregate, groups, specs, matched, below(project, filter, restScan),
-        new IndexAnswer.Marker(index.table().name, answered.size(), rest.size(), restBytes), inDriver);
+        new IndexAnswer.Marker(index.table().name, answered.size(), rest.size(), restBytes, restRows), inDriver);
   }
 
   /** The spec of {@code alias} when it is an answerable aggregate of a stored data column, else null. */

@@ -22,6 +22,7 @@ final class Contract {
   static final String SETTING_AGGREGATES = text("settings", "aggregates");
   static final String SETTING_AGGREGATES_MIN_BYTES = text("settings", "aggregates_min_bytes");
   static final String SETTING_AGGREGATES_DRIVER_BYTES = text("settings", "aggregates_driver_bytes");
+  static final String SETTING_AGGREGATES_DRIVER_ROWS = text("settings", "aggregates_driver_rows");
   static final String SETTING_INDEX_ON_WRITE = text("settings", "index_on_write");
   static final String SETTING_INDEX_ON_WRITE_TIMEOUT = text("settings", "index_on_write_timeout");
   static final String SETTING_INDEX_ON_WRITE_ASYNC = text("settings", "index_on_write_async");
@@ -47,11 +48,18 @@ final class Contract {
   /** A setting that is a whole number of bytes, {@code fallback} when unset; anything else is refused, naming
    *  the setting. */
   static long bytesSetting(org.apache.spark.sql.SparkSession session, String key, long fallback) {
+    return wholeNumberSetting(session, key, fallback, "bytes");
+  }
+
+  /** A setting that is a whole number of {@code unit}s, {@code fallback} when unset; anything else is refused,
+   *  naming the setting and the unit. */
+  static long wholeNumberSetting(org.apache.spark.sql.SparkSession session, String key, long fallback,
+      String unit) {
     String value = session.conf().get(key, String.valueOf(fallback)).trim();
     try {
       return Long.parseLong(value);
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("hsh: " + key + " is '" + value + "'; set it to a whole number of bytes",
+      throw new IllegalArgumentException("hsh: " + key + " is '" + value + "'; set it to a whole number of " + unit,
           e);
     }
   }

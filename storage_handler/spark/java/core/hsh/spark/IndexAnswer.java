@@ -48,9 +48,13 @@ import scala.runtime.AbstractPartialFunction;
  * Spark's plan of the same rewrite gives; what it saves is the job: two stages and a shuffle, 100-150 ms on a
  * 2-core machine, which is most of such a query's time once the index answers the rest.
  *
- * <p>Why only below {@code spark.hsh.aggregates.driverReadBytes} (default 4 MiB of files to read): the driver
- * reads on one thread; past a few MiB a job's parallel read wins, and the driver must not read a table's worth of
- * rows. Above it the rewrite plans as Spark's aggregation of the union, as before.
+ * <p>Why only below {@code spark.hsh.aggregates.driverReadBytes} (default 4 MiB of files to read) and
+ * {@code spark.hsh.aggregates.driverReadRows} (default {@value #DRIVER_ROWS} rows, as the index counts them): the
+ * driver reads and aggregates on one thread; past a few MiB a job's parallel read wins, and the driver must not
+ * read a table's worth of rows. Bytes alone do not bound rows: 440 KB of repetitive values held 16 million rows,
+ * which took the driver 2.8 s and a job 0.28 s. A file left to read whose row count the index does not know
+ * (unindexed, changed since indexing) is therefore left to a job too. Above either limit the rewrite plans as
+ * Spark's aggregation of the union, as before.
  *
  * <p>The rule marks the index's {@code LocalRelation} (a plan tag, kept when later optimizer rules copy the
  * node); {@link #marked} finds it under an aggregation whose every other node this class can run (a union,
@@ -68,18 +72,21 @@ final class IndexAnswer {
     final int answered;
     final int read;
     final long readBytes;
+    final long readRows; // as the index counts them; Long.MAX_VALUE when it does not know them all
 
-    Marker(String table, int answered, int read, long readBytes) {
+    Marker(String table, int answered, int read, long readBytes, long readRows) {
       this.table = table;
       this.answered = answered;
       this.read = read;
       this.readBytes = readBytes;
+      this.readRows = readRows;
     }
 
     @Override
     public String toString() {
-      return files(answered) + " answered from the index, " + files(read) + " (" + readBytes
-          + " bytes) read in the driver";
+      return files(answered) + " answered from the index, " + files(read) + " (" + readBytes + " bytes, "
+          + (readRows == Long.MAX_VALUE ? "rows unknown" : readRows + (readRows == 1 ? " row" : " rows"))
+          + ") read in the driver";
     }
 
     private static String files(int n) {
@@ -90,6 +97,14 @@ final class IndexAnswer {
   /** {@code spark.hsh.aggregates.driverReadBytes}: the most bytes of files left to read in the driver. */
   static long driverReadBytes(SparkSession session) {
     return Contract.bytesSetting(session, Contract.SETTING_AGGREGATES_DRIVER_BYTES, 4L << 20);
+  }
+
+  /** The default of {@code spark.hsh.aggregates.driverReadRows} (measured: {@code benchmarks/results/aggregates.md}). */
+  static final long DRIVER_ROWS = 250_000;
+
+  /** {@code spark.hsh.aggregates.driverReadRows}: the most rows (as the index counts them) read in the driver. */
+  static long driverReadRows(SparkSession session) {
+    return Contract.wholeNumberSetting(session, Contract.SETTING_AGGREGATES_DRIVER_ROWS, DRIVER_ROWS, "rows");
   }
 
   /** Marks {@code answers}, the index's rows of a rewrite, as answerable in the driver. */
