@@ -5,9 +5,9 @@ Its own process because a Python process has one Spark JVM, and this one must st
 way a user builds one -- :func:`storage_handler.spark.session` with the settings in ``HSH_*`` variables (a keytab,
 no ticket cache) -- and reads the registered table three ways: ``spark.sql`` through the session extension (its
 prune service, a Python child of the JVM, asks the metastore for partitions), ``read_table``, and the ``hsh``
-Python data source (in Spark's Python workers). Prints one JSON line: what Spark saw, or the error.
+Python data source (in Spark's Python workers); and a count answered from the index. Prints one JSON line: what Spark saw, or the error.
 
-Usage: python -m tests.kerberos.spark_probe METASTORE_URI TABLE WHERE
+Usage: python -m tests.kerberos.spark_probe METASTORE_URI TABLE WHERE AGGREGATE_WHERE
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 
 
 def main() -> int:
-    uri, table, where = sys.argv[1], sys.argv[2], sys.argv[3]
+    uri, table, where, whole = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     from storage_handler.spark import read_table, session
 
     t0 = time.monotonic()
@@ -34,6 +34,10 @@ def main() -> int:
         result["sql_all"] = spark.sql(f"select count(*) from {table}").collect()[0][0]
         result["read_table"] = read_table(spark, table, where=where).count()
         result["data_source"] = spark.read.format("hsh").load(table).where(where).count()
+        # answered from the index (the extension's aggregate rule asks the prune service, which authenticates)
+        aggregate = spark.sql(f"select count(*) from {table} where {whole}")
+        result["aggregate_plan"] = aggregate._jdf.queryExecution().executedPlan().toString()[:3000]
+        result["aggregate"] = aggregate.collect()[0][0]
         result["seconds"] = round(time.monotonic() - t0, 1)
     except Exception as e:  # noqa: BLE001 - reported to the test as data
         result["error"] = f"{type(e).__name__}: {str(e)[:3000]}"

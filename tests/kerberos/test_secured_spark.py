@@ -32,6 +32,10 @@ def test_spark_session_reads_the_table_through_the_handler(realm: Realm, spark_p
     assert spark_probe["sql"] == spark_probe["read_table"] == spark_probe["data_source"] == \
         expected(secured_table.root) > 0
     assert spark_probe["sql_all"] == expected(secured_table.root, where=False)
+    # a count of whole partitions answered from the index: no file read
+    assert spark_probe["aggregate"] == ds.dataset(secured_table.root, format="parquet", partitioning="hive").count_rows(
+        filter=ds.field("dt") >= "2024-01-02") > 0
+    assert "HshAggregateFromIndex" in spark_probe["aggregate_plan"], spark_probe["aggregate_plan"]
     native = [s for s in spark_probe["new_scans"] if s.get("path") == "spark-native" and s.get("table") == TABLE]
     assert native, spark_probe["new_scans"]  # the prune service planned it: it authenticated to the metastore
     assert any(s["partitions_kept"] < s["partitions_total"] for s in native)
