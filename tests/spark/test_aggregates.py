@@ -283,6 +283,29 @@ def test_answered_in_the_driver_runs_no_job_and_equals_plain_spark(spark, dated)
         F.min("i"), F.max("i"), F.count(F.lit(1))).collect()
 
 
+def test_several_files_read_in_the_driver_each_once_in_order(spark, dated) -> None:  # noqa: ANN001
+    """The driver opens each file's successor on another thread while it reads the file (``DriverReader``): every
+    file must be read exactly once, whatever the timing, and the answer never left to Spark's plan by a fault of
+    that hand-over. Files 3-6 are cut by the filter (read), 7-9 are whole (answered), 0-2 pruned."""
+    handled, plain, _ = dated
+    sql = "SELECT count(*) AS n, max(i) AS hi, min(i) AS lo FROM {t} WHERE i >= 35 AND i <> 47 AND i <> 53 AND i <> 66"
+    expected = spark.sql(sql.format(t=plain)).collect()
+    assert expected[0]["n"] == 65 - 3  # 35..99 but 47, 53 and 66
+    for interpreted in ("10000", "0"):  # the few rows read interpreted (default), and as generated code
+        spark.conf.set("spark.hsh.aggregates.driverInterpretedRows", interpreted)
+        try:
+            json.loads(spark._jvm.hsh.spark.Timings.drain())
+            for _ in range(12):
+                assert spark.sql(sql.format(t=handled)).collect() == expected
+            steps = json.loads(spark._jvm.hsh.spark.Timings.drain())
+        finally:
+            spark.conf.unset("spark.hsh.aggregates.driverInterpretedRows")
+        assert not [e for e in steps if e["step"] == "aggregate_in_driver_failed"]
+        driver = [e for e in steps if e["step"] == "aggregate_in_driver"]
+        assert [(e["answered"], e["read"], e["rows_read"], e["interpreted"]) for e in driver] == [
+            (3, 4, 40, 1 if interpreted == "10000" else 0)] * 12
+
+
 def test_files_left_to_read_above_the_driver_limit_are_read_by_spark(spark, dated) -> None:  # noqa: ANN001
     handled, plain, _ = dated
     sql = "SELECT count(*), max(i) FROM {t} WHERE i >= 15 AND d <= DATE '2024-01-05'"  # day 2 cut: read

@@ -23,6 +23,8 @@ final class Contract {
   static final String SETTING_AGGREGATES_MIN_BYTES = text("settings", "aggregates_min_bytes");
   static final String SETTING_AGGREGATES_DRIVER_BYTES = text("settings", "aggregates_driver_bytes");
   static final String SETTING_AGGREGATES_DRIVER_ROWS = text("settings", "aggregates_driver_rows");
+  static final String SETTING_AGGREGATES_DRIVER_INTERPRETED_ROWS =
+      text("settings", "aggregates_driver_interpreted_rows");
   static final String SETTING_INDEX_ON_WRITE = text("settings", "index_on_write");
   static final String SETTING_INDEX_ON_WRITE_TIMEOUT = text("settings", "index_on_write_timeout");
   static final String SETTING_INDEX_ON_WRITE_ASYNC = text("settings", "index_on_write_async");

@@ -17,11 +17,8 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.MutableProjection;
-import org.apache.spark.sql.catalyst.expressions.MutableProjection$;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
-import org.apache.spark.sql.catalyst.expressions.Predicate$;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.DeclarativeAggregate;
@@ -180,11 +177,11 @@ final class IndexAnswer {
     }
     List<Attribute> updateInput = new ArrayList<>(buffer);
     updateInput.addAll(input);
-    MutableProjection init = MutableProjection$.MODULE$.create(Scala.seq(initial));
-    MutableProjection step = MutableProjection$.MODULE$.create(Scala.seq(update), Scala.seq(updateInput));
-    MutableProjection eval = MutableProjection$.MODULE$.create(Scala.seq(evaluate),
-        Scala.seq(new ArrayList<Attribute>(buffer)));
-    UnsafeProjection key = UnsafeProjection$.MODULE$.create(aggregate.groupingExpressions(), Scala.seq(input));
+    DriverProjections make = new DriverProjections(session, marker.readRows);
+    MutableProjection init = make.mutable(initial, List.of());
+    MutableProjection step = make.mutable(update, updateInput);
+    MutableProjection eval = make.mutable(evaluate, new ArrayList<Attribute>(buffer));
+    UnsafeProjection key = make.unsafe(Scala.list(aggregate.groupingExpressions()), input);
 
     // per group: its buffer, and its first row (what the result's grouping values are computed from)
     Map<UnsafeRow, InternalRow[]> groups = new LinkedHashMap<>();
@@ -194,15 +191,17 @@ final class IndexAnswer {
     }
     JoinedRow joined = new JoinedRow();
     long[] read = {0, 0}; // rows read from files, readers built (DriverReader)
-    for (Iterator<InternalRow> it = rows(session, aggregate.child(), references(aggregate), read); it.hasNext(); ) {
-      InternalRow row = it.next().copy(); // readers and projections reuse their row; buffers keep values
+    for (Iterator<InternalRow> it = rows(session, aggregate.child(), references(aggregate), read, make);
+        it.hasNext(); ) {
+      InternalRow row = it.next(); // readers and projections reuse their row: copied only where it is kept
       UnsafeRow k = key.apply(row);
       InternalRow[] group = groups.get(k);
       if (group == null) {
-        group = new InternalRow[] {init.apply(new GenericInternalRow(0)).copy(), row};
+        group = new InternalRow[] {init.apply(new GenericInternalRow(0)).copy(), row.copy()};
         groups.put(k.copy(), group);
       }
-      group[0] = step.apply(joined.apply(group[0], row)).copy();
+      // the group's buffer updated in place, as Spark's hash aggregation does (every value is computed first)
+      step.target(group[0]).apply(joined.apply(group[0], row));
     }
     List<Expression> outputs = new ArrayList<>();
     IdentityHashMap<AggregateExpression, Attribute> resultOf = new IdentityHashMap<>();
@@ -222,14 +221,15 @@ final class IndexAnswer {
     }
     List<Attribute> outputInput = new ArrayList<>(results);
     outputInput.addAll(input);
-    UnsafeProjection out = UnsafeProjection$.MODULE$.create(Scala.seq(outputs), Scala.seq(outputInput));
+    UnsafeProjection out = make.unsafe(outputs, outputInput);
     List<InternalRow> answer = new ArrayList<>();
     for (InternalRow[] group : groups.values()) {
       InternalRow values = eval.apply(group[0]).copy();
       answer.add(out.apply(joined.apply(values, group[1])).copy());
     }
     Timings.record("aggregate_in_driver", marker.table, start, "answered", marker.answered, "read", marker.read,
-        "rows_read", read[0], "readers_built", read[1], "groups", answer.size());
+        "rows_read", read[0], "readers_built", read[1], "groups", answer.size(), "interpreted",
+        make.interpreted() ? 1 : 0);
     return answer;
   }
 
@@ -262,26 +262,27 @@ final class IndexAnswer {
    *  expression ids its parent reads (a file read reads only those columns); {@code read}: the counts
    *  {@link DriverReader#rows} keeps. */
   private static Iterator<InternalRow> rows(SparkSession session, LogicalPlan plan, Set<Long> needed,
-      long[] read) {
+      long[] read, DriverProjections make) {
     if (plan instanceof LocalRelation) return Scala.list(((LocalRelation) plan).data()).iterator();
     if (plan instanceof Union) {
       List<Iterator<InternalRow>> parts = new ArrayList<>();
-      for (LogicalPlan c : Scala.list(plan.children())) parts.add(rows(session, c, ids(c.output()), read));
+      for (LogicalPlan c : Scala.list(plan.children())) parts.add(rows(session, c, ids(c.output()), read, make));
       return Iterators.concat(parts.iterator());
     }
-    if (plan instanceof LogicalRelation) return DriverReader.rows(session, (LogicalRelation) plan, needed, read);
+    if (plan instanceof LogicalRelation) {
+      return DriverReader.rows(session, (LogicalRelation) plan, needed, read, make);
+    }
     LogicalPlan child = Scala.list(plan.children()).get(0); // a projection or a filter
     if (plan instanceof Project) {
       List<Expression> projectList = new ArrayList<>();
       for (NamedExpression e : Scala.list(((Project) plan).projectList())) projectList.add((Expression) e);
-      UnsafeProjection project = UnsafeProjection$.MODULE$.create(Scala.seq(projectList), child.output());
-      return Iterators.map(rows(session, child, references(plan), read), project::apply);
+      UnsafeProjection project = make.unsafe(projectList, Scala.list(child.output()));
+      return Iterators.map(rows(session, child, references(plan), read, make), project::apply);
     }
-    BasePredicate predicate = Predicate$.MODULE$.create(((Filter) plan).condition(), child.output());
-    predicate.initialize(0);
+    BasePredicate predicate = make.predicate(((Filter) plan).condition(), Scala.list(child.output()));
     Set<Long> below = new HashSet<>(needed);
     below.addAll(references(plan));
-    return Iterators.filter(rows(session, child, below, read), predicate::eval);
+    return Iterators.filter(rows(session, child, below, read, make), predicate::eval);
   }
 
   private static Set<Long> ids(scala.collection.Seq<Attribute> attributes) {
