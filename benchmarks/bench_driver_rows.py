@@ -54,6 +54,7 @@ SHAPES = ("random", "repetitive")
 PATHS = ("driver", "generated", "job")
 ROWS_SETTING = "spark.hsh.aggregates.driverReadRows"
 INTERPRETED_SETTING = "spark.hsh.aggregates.driverInterpretedRows"
+INTERPRETED = 10_000  # its default (DriverProjections.INTERPRETED_ROWS)
 BYTES_SETTING = "spark.hsh.aggregates.driverReadBytes"
 QUERIES = {"count": "SELECT count(*) AS n FROM {t} WHERE x < 5",
            "count, max, min": "SELECT count(*) AS n, max(k) AS hi, min(x) AS lo FROM {t} WHERE x < 5"}
@@ -139,7 +140,16 @@ def markdown(results: list[dict[str, Any]], info: dict[str, Any]) -> str:
               "the driver is chosen only where it wins; the bytes limit (4 MiB) binds first for data that does not "
               "compress to almost nothing. driver / generated: up to `driverInterpretedRows` (default 10,000) the "
               "driver evaluates Spark's expressions interpreted, which saves making six to eight generated "
-              "projections per answer; above it both columns run the same generated code.", ""]
+              "projections per answer; above it both columns run the same generated code, so their ratios there "
+              "show this run's noise."]
+    same = [q["median_ms"]["driver"] / q["median_ms"]["generated"] for r in results if r["rows"] > INTERPRETED
+            for q in r["queries"].values()]
+    below = [q["median_ms"]["driver"] / q["median_ms"]["generated"] for r in results if r["rows"] <= INTERPRETED
+             for q in r["queries"].values()]
+    if same and below:
+        lines += ["", f"Interpreted against generated, at most {INTERPRETED:,} rows: median ratio "
+                  f"{statistics.median(below):.2f}× over {len(below)} cells; the same code above it: "
+                  f"{min(same):.2f}×-{max(same):.2f}× (median {statistics.median(same):.2f}×).", ""]
     return "\n".join(lines)
 
 
