@@ -283,10 +283,11 @@ def test_answered_in_the_driver_runs_no_job_and_equals_plain_spark(spark, dated)
         F.min("i"), F.max("i"), F.count(F.lit(1))).collect()
 
 
-def test_several_files_read_in_the_driver_each_once_in_order(spark, dated) -> None:  # noqa: ANN001
-    """The driver opens each file's successor on another thread while it reads the file (``DriverReader``): every
-    file must be read exactly once, whatever the timing, and the answer never left to Spark's plan by a fault of
-    that hand-over. Files 3-6 are cut by the filter (read), 7-9 are whole (answered), 0-2 pruned."""
+def test_several_files_read_in_the_driver_interpreted_or_generated(spark, dated) -> None:  # noqa: ANN001
+    """Four files read in the driver, with the expressions interpreted (few rows: the default) and as generated
+    code: both answer in the driver, every time, with plain Spark's rows -- a fault there would be hidden from a
+    comparison of rows, since Spark's plan then runs instead. Files 3-6 are cut by the filter (read), 7-9 are
+    whole (answered), 0-2 pruned."""
     handled, plain, _ = dated
     sql = "SELECT count(*) AS n, max(i) AS hi, min(i) AS lo FROM {t} WHERE i >= 35 AND i <> 47 AND i <> 53 AND i <> 66"
     expected = spark.sql(sql.format(t=plain)).collect()
@@ -369,8 +370,13 @@ def test_files_with_more_rows_than_the_driver_limit_are_read_by_spark(spark, cat
         spark.conf.set(DRIVER_ROWS, "lots")
         with pytest.raises(Exception, match="driverReadRows is 'lots'; set it to a whole number of rows"):
             spark.sql(sql.format(t=handled)).collect()
+        spark.conf.set(DRIVER_ROWS, str(many))
+        spark.conf.set("spark.hsh.aggregates.driverInterpretedRows", "few")  # refused while planning, not ignored
+        with pytest.raises(Exception, match="driverInterpretedRows is 'few'; set it to a whole number of rows"):
+            spark.sql(sql.format(t=handled)).collect()
     finally:
         spark.conf.unset(DRIVER_ROWS)
+        spark.conf.unset("spark.hsh.aggregates.driverInterpretedRows")
 
 
 def test_a_file_the_driver_cannot_read_is_left_to_spark_s_own_plan(spark, catalog, tmp_path) -> None:  # noqa: ANN001

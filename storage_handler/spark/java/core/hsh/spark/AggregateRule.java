@@ -225,16 +225,14 @@ final class AggregateRule extends Rule<LogicalPlan> {
     JsonNode fileRows = Contract.matched(matched, "file_rows", index.table().name);
     long answeredBytes = 0;
     long restBytes = 0;
-    long restRows = 0; // Long.MAX_VALUE once a file left to read has a row count the index does not know
+    long restRows = 0; // -1 once a file left to read has a row count the index does not know (or a bad one)
     for (int i = 0; i < files.size(); i++) {
       long bytes = Contract.fileField(files.get(i), "bytes", index.table().name).asLong();
       if (!answered.contains(i)) {
         if (!holds[i]) continue; // its partition holds no matching row: nothing to read
         rest.add(files.get(i));
         restBytes += bytes;
-        JsonNode rows = fileRows.get(i);
-        restRows = rows == null || !rows.canConvertToLong() || restRows == Long.MAX_VALUE ? Long.MAX_VALUE
-            : restRows + rows.asLong();
+        restRows = plus(restRows, fileRows.get(i));
       } else {
         answeredBytes += bytes;
       }
@@ -244,7 +242,8 @@ final class AggregateRule extends Rule<LogicalPlan> {
     // Parquet costs); it stays until measured again for the single aggregation (benchmarks/results/aggregates.md).
     // When the rest is small enough to read in the driver (IndexAnswer), the rewrite runs no job at all: always
     // worth it.
-    boolean inDriver = driverBytes > 0 && restBytes <= driverBytes && restRows <= driverRows;
+    boolean inDriver = driverBytes > 0 && restBytes <= driverBytes && restRows >= 0 && restRows <= driverRows;
+    boolean interpreted = restRows >= 0 && restRows <= IndexAnswer.driverInterpretedRows(session);
     if (rest.size() > 0 && answeredBytes < threshold && !inDriver) {
       AggregateDecisions.declined(decision); // the next run of this query need not ask first (AggregateDecisions)
       return rebuilt(aggregate, project, filter, askedScan);
@@ -256,7 +255,19 @@ final class AggregateRule extends Rule<LogicalPlan> {
     Timings.record("aggregate_from_index", index.table().name, System.nanoTime(), "answered", answered.size(),
         "read", rest.size());
     return merged(aggregate, groups, specs, matched, below(project, filter, restScan),
-        new IndexAnswer.Marker(index.table().name, answered.size(), rest.size(), restBytes, restRows), inDriver);
+        new IndexAnswer.Marker(index.table().name, answered.size(), rest.size(), restBytes, restRows, interpreted),
+        inDriver);
+  }
+
+  /** {@code total} plus a file's row count from the answer; -1 (unknown) once either is unknown, negative or the
+   *  sum overflows. */
+  private static long plus(long total, JsonNode rows) {
+    if (total < 0 || rows == null || !rows.canConvertToLong() || rows.asLong() < 0) return -1;
+    try {
+      return Math.addExact(total, rows.asLong());
+    } catch (ArithmeticException e) {
+      return -1;
+    }
   }
 
   /** The spec of {@code alias} when it is an answerable aggregate of a stored data column, else null. */

@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
@@ -37,10 +36,9 @@ final class DriverProjections {
 
   private final boolean interpreted;
 
-  /** For an answer that reads {@code rows} rows ({@code Long.MAX_VALUE}: not known) in {@code session}. */
-  DriverProjections(SparkSession session, long rows) {
-    this.interpreted = rows <= Contract.wholeNumberSetting(session,
-        Contract.SETTING_AGGREGATES_DRIVER_INTERPRETED_ROWS, INTERPRETED_ROWS, "rows");
+  /** {@code interpreted}: decided while planning ({@code AggregateRule}), where a bad setting fails the query. */
+  DriverProjections(boolean interpreted) {
+    this.interpreted = interpreted;
   }
 
   boolean interpreted() {

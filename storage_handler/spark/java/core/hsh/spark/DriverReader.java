@@ -54,9 +54,10 @@ final class DriverReader {
 
   /** The rows of {@code scan} (over a fixed {@link HshFileIndex}) in its output's order; columns whose
    *  expression ids are not in {@code needed} are not read (null). {@code counts[0]} counts the rows read,
-   *  {@code counts[1]} the readers built (not found kept); {@code make} makes the row's projection. */
+   *  {@code counts[1]} the readers built (not found kept); {@code make} makes the row's projection; each file's
+   *  reader is added to {@code opened} as it is opened, for {@link #close}. */
   static Iterator<InternalRow> rows(SparkSession session, LogicalRelation scan, Set<Long> needed,
-      long[] counts, DriverProjections make) {
+      long[] counts, DriverProjections make, List<scala.collection.Iterator<InternalRow>> opened) {
     HadoopFsRelation fs = (HadoopFsRelation) scan.relation();
     List<Attribute> output = new ArrayList<>(Scala.list(scan.output()));
     Set<String> partitionNames = new HashSet<>();
@@ -94,72 +95,26 @@ final class DriverReader {
             scala.collection.immutable.Map$.MODULE$.<String, Object>empty()));
       }
     }
-    return Iterators.concat(Iterators.map(opened(files, reader),
-        rows -> Iterators.map(Iterators.of(rows, () -> counts[0]++), toOutput::apply)));
+    return Iterators.concat(Iterators.map(files.iterator(), file -> {
+      scala.collection.Iterator<InternalRow> rows = reader.apply(file);
+      opened.add(rows);
+      return Iterators.map(Iterators.of(rows, () -> counts[0]++), toOutput::apply);
+    }));
   }
-
-  /** Opens the next file on, so that opening overlaps with the work of this thread. */
-  private static final java.util.concurrent.ExecutorService OPENER =
-      java.util.concurrent.Executors.newFixedThreadPool(2, runnable -> {
-        Thread thread = new Thread(runnable, "hsh-driver-open");
-        thread.setDaemon(true); // a driver never waits for it to exit
-        return thread;
-      });
 
   /**
-   * {@code files} opened with {@code reader} in order, each file's successor opened on {@link #OPENER} while this
-   * thread opens or reads it.
-   *
-   * <p>Why: opening a Parquet file in Spark's reader costs about 2.5 ms of CPU here (it copies the Hadoop
-   * configuration into a job context and reads the footer) -- as much as reading its 3,000 rows -- and a driver's
-   * answer typically reads the two files a range cuts at its ends. A failure to open is thrown here, as opening
-   * here would throw it (the answer then leaves the query to Spark's plan); a file opened ahead that is then not
-   * read is closed.
+   * Closes what {@link #rows} opened: a reader read to its end has closed itself already, one left on a failure
+   * (a corrupt page, an error in the query's expressions) has not, and in the driver no task's completion closes
+   * it (on S3 it would hold a pooled connection until collected). Safe to call for readers already closed.
    */
-  private static Iterator<scala.collection.Iterator<InternalRow>> opened(List<PartitionedFile> files,
-      Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> reader) {
-    return new Iterator<scala.collection.Iterator<InternalRow>>() {
-      private int next;
-      private java.util.concurrent.CompletableFuture<scala.collection.Iterator<InternalRow>> ahead;
-
-      @Override
-      public boolean hasNext() {
-        return next < files.size();
-      }
-
-      @Override
-      public scala.collection.Iterator<InternalRow> next() {
-        if (!hasNext()) throw new java.util.NoSuchElementException();
-        java.util.concurrent.CompletableFuture<scala.collection.Iterator<InternalRow>> current = ahead;
-        PartitionedFile file = files.get(next++);
-        PartitionedFile following = hasNext() ? files.get(next) : null; // read here, not by the other thread
-        ahead = following == null ? null
-            : java.util.concurrent.CompletableFuture.supplyAsync(() -> reader.apply(following), OPENER);
+  static void close(List<scala.collection.Iterator<InternalRow>> opened) {
+    for (scala.collection.Iterator<InternalRow> rows : opened) {
+      if (rows instanceof java.io.Closeable) {
         try {
-          return current == null ? reader.apply(file) : current.join();
-        } catch (Throwable e) { // Scala's readers throw checked exceptions undeclared
-          if (ahead != null) ahead.thenAccept(DriverReader::close); // not to be read: closed once open
-          ahead = null;
-          next = files.size();
-          throw DriverReader.<RuntimeException>rethrow(
-              e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e);
+          ((java.io.Closeable) rows).close();
+        } catch (Exception ignored) { // (Scala's readers throw checked exceptions undeclared)
+          // nothing of the answer depends on a reader it has finished with
         }
-      }
-    };
-  }
-
-  /** {@code e} thrown as it is, checked or not: what failed to open fails the answer as it did in the reader. */
-  @SuppressWarnings("unchecked")
-  private static <E extends Throwable> RuntimeException rethrow(Throwable e) throws E {
-    throw (E) e;
-  }
-
-  private static void close(scala.collection.Iterator<InternalRow> rows) {
-    if (rows instanceof java.io.Closeable) {
-      try {
-        ((java.io.Closeable) rows).close();
-      } catch (java.io.IOException ignored) {
-        // a reader never read: nothing of the answer depends on it
       }
     }
   }

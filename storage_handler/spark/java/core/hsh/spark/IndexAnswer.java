@@ -69,21 +69,22 @@ final class IndexAnswer {
     final int answered;
     final int read;
     final long readBytes;
-    final long readRows; // as the index counts them; Long.MAX_VALUE when it does not know them all
+    final long readRows; // as the index counts them; negative when it does not know them all
+    final boolean interpreted; // whether the driver evaluates the expressions interpreted (DriverProjections)
 
-    Marker(String table, int answered, int read, long readBytes, long readRows) {
+    Marker(String table, int answered, int read, long readBytes, long readRows, boolean interpreted) {
       this.table = table;
       this.answered = answered;
       this.read = read;
       this.readBytes = readBytes;
       this.readRows = readRows;
+      this.interpreted = interpreted;
     }
 
     @Override
     public String toString() {
       return files(answered) + " answered from the index, " + files(read) + " (" + readBytes + " bytes, "
-          + (readRows == Long.MAX_VALUE ? "rows unknown" : readRows + (readRows == 1 ? " row" : " rows"))
-          + ") read in the driver";
+          + (readRows < 0 ? "rows unknown" : readRows + (readRows == 1 ? " row" : " rows")) + ") read in the driver";
     }
 
     private static String files(int n) {
@@ -98,6 +99,12 @@ final class IndexAnswer {
 
   /** The default of {@code spark.hsh.aggregates.driverReadRows} (measured: {@code benchmarks/results/aggregates.md}). */
   static final long DRIVER_ROWS = 250_000;
+
+  /** {@code spark.hsh.aggregates.driverInterpretedRows}: up to how many rows the driver interprets its expressions. */
+  static long driverInterpretedRows(SparkSession session) {
+    return Contract.wholeNumberSetting(session, Contract.SETTING_AGGREGATES_DRIVER_INTERPRETED_ROWS,
+        DriverProjections.INTERPRETED_ROWS, "rows");
+  }
 
   /** {@code spark.hsh.aggregates.driverReadRows}: the most rows (as the index counts them) read in the driver. */
   static long driverReadRows(SparkSession session) {
@@ -177,7 +184,7 @@ final class IndexAnswer {
     }
     List<Attribute> updateInput = new ArrayList<>(buffer);
     updateInput.addAll(input);
-    DriverProjections make = new DriverProjections(session, marker.readRows);
+    DriverProjections make = new DriverProjections(marker.interpreted);
     MutableProjection init = make.mutable(initial, List.of());
     MutableProjection step = make.mutable(update, updateInput);
     MutableProjection eval = make.mutable(evaluate, new ArrayList<Attribute>(buffer));
@@ -191,17 +198,22 @@ final class IndexAnswer {
     }
     JoinedRow joined = new JoinedRow();
     long[] read = {0, 0}; // rows read from files, readers built (DriverReader)
-    for (Iterator<InternalRow> it = rows(session, aggregate.child(), references(aggregate), read, make);
-        it.hasNext(); ) {
-      InternalRow row = it.next(); // readers and projections reuse their row: copied only where it is kept
-      UnsafeRow k = key.apply(row);
-      InternalRow[] group = groups.get(k);
-      if (group == null) {
-        group = new InternalRow[] {init.apply(new GenericInternalRow(0)).copy(), row.copy()};
-        groups.put(k.copy(), group);
+    List<scala.collection.Iterator<InternalRow>> opened = new ArrayList<>();
+    try {
+      for (Iterator<InternalRow> it = rows(session, aggregate.child(), references(aggregate), read, make, opened);
+          it.hasNext(); ) {
+        InternalRow row = it.next(); // readers and projections reuse their row: copied only where it is kept
+        UnsafeRow k = key.apply(row);
+        InternalRow[] group = groups.get(k);
+        if (group == null) {
+          group = new InternalRow[] {init.apply(new GenericInternalRow(0)).copy(), row.copy()};
+          groups.put(k.copy(), group);
+        }
+        // the group's buffer updated in place, as Spark's hash aggregation does (every value is computed first)
+        step.target(group[0]).apply(joined.apply(group[0], row));
       }
-      // the group's buffer updated in place, as Spark's hash aggregation does (every value is computed first)
-      step.target(group[0]).apply(joined.apply(group[0], row));
+    } finally {
+      DriverReader.close(opened);
     }
     List<Expression> outputs = new ArrayList<>();
     IdentityHashMap<AggregateExpression, Attribute> resultOf = new IdentityHashMap<>();
@@ -262,27 +274,27 @@ final class IndexAnswer {
    *  expression ids its parent reads (a file read reads only those columns); {@code read}: the counts
    *  {@link DriverReader#rows} keeps. */
   private static Iterator<InternalRow> rows(SparkSession session, LogicalPlan plan, Set<Long> needed,
-      long[] read, DriverProjections make) {
+      long[] read, DriverProjections make, List<scala.collection.Iterator<InternalRow>> opened) {
     if (plan instanceof LocalRelation) return Scala.list(((LocalRelation) plan).data()).iterator();
     if (plan instanceof Union) {
       List<Iterator<InternalRow>> parts = new ArrayList<>();
-      for (LogicalPlan c : Scala.list(plan.children())) parts.add(rows(session, c, ids(c.output()), read, make));
+      for (LogicalPlan c : Scala.list(plan.children())) parts.add(rows(session, c, ids(c.output()), read, make, opened));
       return Iterators.concat(parts.iterator());
     }
     if (plan instanceof LogicalRelation) {
-      return DriverReader.rows(session, (LogicalRelation) plan, needed, read, make);
+      return DriverReader.rows(session, (LogicalRelation) plan, needed, read, make, opened);
     }
     LogicalPlan child = Scala.list(plan.children()).get(0); // a projection or a filter
     if (plan instanceof Project) {
       List<Expression> projectList = new ArrayList<>();
       for (NamedExpression e : Scala.list(((Project) plan).projectList())) projectList.add((Expression) e);
       UnsafeProjection project = make.unsafe(projectList, Scala.list(child.output()));
-      return Iterators.map(rows(session, child, references(plan), read, make), project::apply);
+      return Iterators.map(rows(session, child, references(plan), read, make, opened), project::apply);
     }
     BasePredicate predicate = make.predicate(((Filter) plan).condition(), Scala.list(child.output()));
     Set<Long> below = new HashSet<>(needed);
     below.addAll(references(plan));
-    return Iterators.filter(rows(session, child, below, read, make), predicate::eval);
+    return Iterators.filter(rows(session, child, below, read, make, opened), predicate::eval);
   }
 
   private static Set<Long> ids(scala.collection.Seq<Attribute> attributes) {
