@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 import re
 from decimal import Decimal
@@ -379,6 +380,23 @@ def test_files_with_more_rows_than_the_driver_limit_are_read_by_spark(spark, cat
         spark.conf.unset("spark.hsh.aggregates.driverInterpretedRows")
 
 
+def _open_in_jvm(spark: Any, path: Path) -> list[str]:
+    """The Spark JVM's open file descriptors on ``path`` (Linux ``/proc``). A reader nobody closed keeps its
+    descriptor until it is collected, so this is asked without provoking a collection."""
+    proc = spark.sparkContext._gateway.proc
+    fds = Path(f"/proc/{proc.pid}/fd")
+    if not fds.is_dir():
+        pytest.skip("no /proc here to list a process's open files")
+    out = []
+    for fd in fds.iterdir():
+        try:
+            if os.readlink(fd) == str(path):
+                out.append(fd.name)
+        except OSError:  # closed meanwhile
+            continue
+    return out
+
+
 def test_a_file_the_driver_cannot_read_is_left_to_spark_s_own_plan(spark, catalog, tmp_path) -> None:  # noqa: ANN001
     """A corrupt file among those left to read: Spark's plan runs instead, so the query fails as Spark's does, or
     skips the file when ``spark.sql.files.ignoreCorruptFiles`` says so -- the same rows as plain Spark.
@@ -405,6 +423,8 @@ def test_a_file_the_driver_cannot_read_is_left_to_spark_s_own_plan(spark, catalo
         spark.sql(sql.format(t=plain)).collect()
     assert type(ours.value) is type(theirs.value)
     assert _steps(spark, "aggregate_in_driver_failed") == 1
+    # the reader the driver left mid-file is closed (no task's completion would close it in the driver)
+    assert _open_in_jvm(spark, broken) == [], "the driver's reader of the corrupt file was left open"
     spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
     try:
         rows = spark.sql(sql.format(t=handled)).collect()
