@@ -53,8 +53,9 @@ def matched(kept: ScanFiles, rows: pa.Table, certain: pa.BooleanArray | None, co
     file's row count as the index trusts it (:func:`file_rows`), which bounds the rows left to read.
     """
     exact = {c: exact_bounds(columns[c.lower()]) for c in bounded if c.lower() in columns}
+    counts = file_rows(rows)  # every kept file's, whether or not any is answered
     empty: dict[str, Any] = {"positions": [], "partitions": [], "rows": [], "columns": {}, "exact": exact,
-                             "file_rows": file_rows(rows)}
+                             "file_rows": counts}
     if certain is None or NUM_RECORDS not in rows.column_names or not all(exact.get(c, False) for c in bounded):
         return empty
     mask = pc.and_(certain, pc.is_valid(rows.column(NUM_RECORDS)))
@@ -93,7 +94,7 @@ def matched(kept: ScanFiles, rows: pa.Table, certain: pa.BooleanArray | None, co
         "columns": {c: {k: _json(folded.column(f"{c}.{k}_{'sum' if k == 'nulls' else k}")) for k in s}
                     for c, s in stats.items()},
         "exact": exact,
-        "file_rows": file_rows(rows),
+        "file_rows": counts,
     }
 
 
@@ -110,7 +111,7 @@ def file_rows(rows: pa.Table) -> list[int | None]:
     counts = rows.column(NUM_RECORDS)
     if STATS_ERROR in rows.column_names:
         counts = pc.if_else(pc.is_null(rows.column(STATS_ERROR)), counts, pa.scalar(None, counts.type))
-    return [None if c is None else int(c) for c in counts.to_pylist()]
+    return counts.to_pylist()  # type: ignore[no-any-return]
 
 
 def _field(rows: pa.Table, struct: str, name: str) -> pa.Array | None:

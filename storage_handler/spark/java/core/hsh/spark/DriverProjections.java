@@ -41,10 +41,6 @@ final class DriverProjections {
     this.interpreted = interpreted;
   }
 
-  boolean interpreted() {
-    return interpreted;
-  }
-
   /** {@code expressions} over rows laid out as {@code input} (empty: already bound or constant). */
   MutableProjection mutable(List<Expression> expressions, List<Attribute> input) {
     return interpreted ? InterpretedMutableProjection$.MODULE$.createProjection(Scala.seq(bound(expressions, input)))

@@ -241,7 +241,7 @@ final class IndexAnswer {
     }
     Timings.record("aggregate_in_driver", marker.table, start, "answered", marker.answered, "read", marker.read,
         "rows_read", read[0], "readers_built", read[1], "groups", answer.size(), "interpreted",
-        make.interpreted() ? 1 : 0);
+        marker.interpreted ? 1 : 0);
     return answer;
   }
 
