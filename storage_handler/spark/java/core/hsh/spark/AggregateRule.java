@@ -4,30 +4,23 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Coalesce;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.If;
-import org.apache.spark.sql.catalyst.expressions.IsNull;
-import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.Literal$;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression$;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Complete$;
-import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
@@ -40,17 +33,8 @@ import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
-import org.apache.spark.sql.types.BooleanType;
-import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.DateType;
-import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.types.DecimalType;
-import org.apache.spark.sql.types.IntegerType;
-import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.Metadata;
-import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StructField;
 import scala.Option;
 import scala.runtime.AbstractPartialFunction;
@@ -89,25 +73,6 @@ final class AggregateRule extends Rule<LogicalPlan> {
 
   AggregateRule(SparkSession session) {
     this.session = session;
-  }
-
-  enum Kind { COUNT_ALL, COUNT, MIN, MAX }
-
-  /** One aggregate of the query: what it computes, over which data column, under which output name and id. */
-  static final class Spec {
-    final Kind kind;
-    final AttributeReference column; // null for count(*)
-    final Alias alias;
-
-    Spec(Kind kind, AttributeReference column, Alias alias) {
-      this.kind = kind;
-      this.column = column;
-      this.alias = alias;
-    }
-
-    DataType partialType() {
-      return kind == Kind.MIN || kind == Kind.MAX ? column.dataType() : DataTypes.LongType;
-    }
   }
 
   /** {@code spark.hsh.aggregates.minAnsweredBytes} (default 8 MiB): see where it is used. */
@@ -162,10 +127,10 @@ final class AggregateRule extends Rule<LogicalPlan> {
       }
       groups.add((AttributeReference) g);
     }
-    List<Spec> specs = new ArrayList<>();
+    List<AggregateSpec> specs = new ArrayList<>();
     for (NamedExpression e : Scala.list(aggregate.aggregateExpressions())) {
       if (e instanceof AttributeReference && groups.contains(e)) continue;
-      Spec spec = e instanceof Alias ? spec((Alias) e, partitions, scanColumns) : null;
+      AggregateSpec spec = e instanceof Alias ? AggregateSpec.of((Alias) e, partitions, scanColumns) : null;
       if (spec == null) return aggregate;
       specs.add(spec);
     }
@@ -173,9 +138,9 @@ final class AggregateRule extends Rule<LogicalPlan> {
 
     Set<String> counted = new LinkedHashSet<>();
     Set<String> bounded = new LinkedHashSet<>();
-    for (Spec s : specs) {
+    for (AggregateSpec s : specs) {
       if (s.column != null) counted.add(s.column.name());
-      if (s.kind == Kind.MIN || s.kind == Kind.MAX) bounded.add(s.column.name());
+      if (s.kind == AggregateSpec.Kind.MIN || s.kind == AggregateSpec.Kind.MAX) bounded.add(s.column.name());
     }
     ObjectNode request = JSON.objectNode();
     ArrayNode columns = request.putArray(Contract.aggregateRequest("columns"));
@@ -270,39 +235,6 @@ final class AggregateRule extends Rule<LogicalPlan> {
     }
   }
 
-  /** The spec of {@code alias} when it is an answerable aggregate of a stored data column, else null. */
-  private static Spec spec(Alias alias, Set<String> partitions, Set<Long> scanColumns) {
-    if (!(alias.child() instanceof AggregateExpression)) return null;
-    AggregateExpression agg = (AggregateExpression) alias.child();
-    if (agg.isDistinct() || agg.filter().isDefined() || agg.mode() != Complete$.MODULE$) return null;
-    AggregateFunction f = agg.aggregateFunction();
-    Expression arg = null;
-    Kind kind;
-    if (f instanceof Count) {
-      List<Expression> args = Scala.list(((Count) f).children());
-      if (args.size() != 1) return null;
-      if (args.get(0) instanceof Literal && ((Literal) args.get(0)).value() != null) {
-        return new Spec(Kind.COUNT_ALL, null, alias);
-      }
-      kind = Kind.COUNT;
-      arg = args.get(0);
-    } else if (f instanceof Min) {
-      kind = Kind.MIN;
-      arg = ((Min) f).child();
-    } else if (f instanceof Max) {
-      kind = Kind.MAX;
-      arg = ((Max) f).child();
-    } else {
-      return null;
-    }
-    if (!(arg instanceof AttributeReference)) return null;
-    AttributeReference column = (AttributeReference) arg;
-    if (!scanColumns.contains(column.exprId().id()) || partitions.contains(column.name().toLowerCase())) {
-      return null; // a partition column's min/max comes from the partitions, not the index: plan as before
-    }
-    return new Spec(kind, column, alias);
-  }
-
   private static HadoopFsRelation copy(HadoopFsRelation fs, HshFileIndex index) {
     return fs.copy(index, fs.partitionSchema(), fs.dataSchema(), fs.bucketSpec(), fs.fileFormat(), fs.options(),
         fs.sparkSession());
@@ -322,7 +254,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
   }
 
   /** One aggregation over the index's rows and each of {@code readRows}' share. */
-  private LogicalPlan merged(Aggregate original, List<AttributeReference> groups, List<Spec> specs,
+  private LogicalPlan merged(Aggregate original, List<AttributeReference> groups, List<AggregateSpec> specs,
       JsonNode matched, LogicalPlan readRows, IndexAnswer.Marker marker, boolean inDriver) {
     int answered = marker.answered;
     int read = marker.read;
@@ -330,12 +262,12 @@ final class AggregateRule extends Rule<LogicalPlan> {
     // LocalTableScan, "count_all_of_2_files_read" in the projection of the rows read
     List<Attribute> local = new ArrayList<>();
     for (AttributeReference g : groups) local.add(fresh(g.name(), g.dataType(), g.nullable()));
-    for (Spec s : specs) {
+    for (AggregateSpec s : specs) {
       local.add(fresh(s.kind.name().toLowerCase() + "_of_" + answered + "_files_from_index", s.partialType(), true));
     }
     List<NamedExpression> perRow = new ArrayList<>(groups);
-    for (Spec s : specs) {
-      perRow.add(alias(share(s), s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
+    for (AggregateSpec s : specs) {
+      perRow.add(alias(s.share(), s.kind.name().toLowerCase() + "_of_" + read + "_files_read", null));
     }
     LocalRelation answers = Plans.localRelation(local, IndexNumbers.rows(marker.table, groups, specs, matched,
         session.sessionState().conf().sessionLocalTimeZone()));
@@ -370,20 +302,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
     return Plans.aggregate(finalGroups, finalAggs, union);
   }
 
-  /** What one row read adds to {@code s}'s merge: 1 to a count of rows, 1 or 0 to a count of a column's values,
-   *  its value to a min or max (the merge skips nulls, as the aggregate itself does). */
-  private static Expression share(Spec s) {
-    switch (s.kind) {
-      case COUNT_ALL:
-        return Literal$.MODULE$.apply(1L);
-      case COUNT:
-        return new If(new IsNull(s.column), Literal$.MODULE$.apply(0L), Literal$.MODULE$.apply(1L));
-      default:
-        return s.column;
-    }
-  }
-
-  private static int indexOf(List<Spec> specs, Alias alias) {
+  private static int indexOf(List<AggregateSpec> specs, Alias alias) {
     for (int i = 0; i < specs.size(); i++) if (specs.get(i).alias == alias) return i;
     throw new IllegalStateException("hsh: aggregate " + alias + " has no spec");
   }

@@ -24,7 +24,7 @@ final class IndexNumbers {
 
   /** One row per answered partition of {@code table}: its grouping values (partition values read in the session's
    *  time {@code zone}), then each aggregate's partial value. */
-  static List<InternalRow> rows(String table, List<AttributeReference> groups, List<AggregateRule.Spec> specs,
+  static List<InternalRow> rows(String table, List<AttributeReference> groups, List<AggregateSpec> specs,
       JsonNode matched, String zone) {
     JsonNode partitions = Contract.matched(matched, "partitions", table);
     JsonNode counts = Contract.matched(matched, "rows", table);
@@ -39,7 +39,7 @@ final class IndexNumbers {
             groups.get(g).dataType(), zone);
       }
       for (int i = 0; i < specs.size(); i++) {
-        AggregateRule.Spec s = specs.get(i);
+        AggregateSpec s = specs.get(i);
         JsonNode column = s.column == null ? null : findIgnoreCase(columns, s.column.name());
         switch (s.kind) {
           case COUNT_ALL:
@@ -49,7 +49,7 @@ final class IndexNumbers {
             row[groups.size() + i] = rows - column.get("nulls").get(r).asLong();
             break;
           default:
-            row[groups.size() + i] = value(column.get(s.kind == AggregateRule.Kind.MIN ? "min" : "max").get(r), s.partialType());
+            row[groups.size() + i] = value(column.get(s.kind == AggregateSpec.Kind.MIN ? "min" : "max").get(r), s.partialType());
         }
       }
       out.add(new GenericInternalRow(row));
