@@ -226,26 +226,16 @@ def ensure_by_month(source: Path, target: Path, say: Log) -> tuple[Path, dict[st
 
 
 def register(uri: str, folders: dict[str, Path], say: Log) -> dict[str, float]:
-    """Register every (handler table, plain table) pair over its folder; strip ``hsh.*`` from the plain ones."""
+    """Register every (handler table, plain table) pair over its folder; the plain ones without ``hsh.*``."""
+    from bench_tables import register as register_one
+
     from metastore.client import MetastoreClient
-    from metastore.names import parse_table_name
-    from storage_handler.registration.register import apply_registration, plan_registration
 
     seconds: dict[str, float] = {}
     with MetastoreClient(uri) as client:
         for name, folder in folders.items():
-            db, table = name.split(".")
-            if client.database_exists(db) and client.table_exists(db, table):
-                client.drop_table(db, table)
-            start = time.perf_counter()
-            apply_registration(client, plan_registration(client, parse_table_name(name), str(folder)))
-            seconds[name] = round(time.perf_counter() - start, 2)
+            seconds[name] = round(register_one(client, name, folder, plain=name in (PLAIN, PPLAIN)), 2)
             say(f"registered {name} over {folder} in {seconds[name]:.1f} s")
-        for plain in [n for n in (PLAIN, PPLAIN) if n in folders]:
-            t = client.get_table(DB, plain.split(".")[1])
-            for key in [k for k in t.parameters if k.startswith("hsh.")]:
-                del t.parameters[key]  # not the handler's any more: the extension leaves it to Spark's Hive read
-            client.alter_table(t)
     return seconds
 
 

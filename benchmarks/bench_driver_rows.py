@@ -77,18 +77,11 @@ def write_table(root: Path, shape: str, rows: int) -> int:
 
 
 def register(uri: str, root: Path, name: str) -> tuple[str, str]:
-    from metastore.client import MetastoreClient
-    from metastore.names import parse_table_name
-    from storage_handler.registration.register import apply_registration, plan_registration
+    """``root`` registered through the handler and as a plain Hive table: their names."""
+    from bench_tables import register_pair
 
     handled, plain = f"bench_rows.{name}", f"bench_rows.{name}_plain"
-    with MetastoreClient(uri) as client:
-        for table in (handled, plain):
-            apply_registration(client, plan_registration(client, parse_table_name(table), str(root)))
-        t = client.get_table("bench_rows", f"{name}_plain")
-        for key in [k for k in t.parameters if k.startswith("hsh.")]:
-            del t.parameters[key]
-        client.alter_table(t)
+    register_pair(uri, handled, plain, root)
     return handled, plain
 
 

@@ -45,7 +45,6 @@ sys.path.insert(0, str(HERE))
 
 from tpch_data import INSTALL_HINT, TpchDataset, ensure_lineitem, tpchgen_executable  # noqa: E402
 from tpch_model import (  # noqa: E402
-    DB,
     HANDLER_PATHS,
     NATIVE_SCAN_CONF,
     PATH_LABELS,
@@ -81,20 +80,9 @@ def check_tools() -> None:
 
 def register_tables(uri: str, ds: TpchDataset) -> None:
     """(Re-)register the dataset twice: through the handler, and as a plain Hive table Spark reads natively."""
-    from metastore.client import MetastoreClient
-    from metastore.names import parse_table_name
-    from storage_handler.registration.register import apply_registration, plan_registration
+    from bench_tables import register_pair
 
-    with MetastoreClient(uri) as client:
-        for name in (TABLE, PLAIN):
-            db, table = name.split(".")
-            if client.database_exists(db) and client.table_exists(db, table):
-                client.drop_table(db, table)  # metadata only: a previous run, perhaps of another scale
-            apply_registration(client, plan_registration(client, parse_table_name(name), str(ds.path)))
-        plain = client.get_table(DB, PLAIN.split(".")[1])
-        for key in [k for k in plain.parameters if k.startswith("hsh.")]:
-            del plain.parameters[key]  # not the handler's: the extension leaves it to Spark's own Hive read
-        client.alter_table(plain)
+    register_pair(uri, TABLE, PLAIN, ds.path)
 
 
 def warm_metastore(uri: str, calls: int) -> None:
