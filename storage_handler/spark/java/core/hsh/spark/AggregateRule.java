@@ -3,10 +3,8 @@ package hsh.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.spark.sql.SparkSession;
@@ -35,7 +33,6 @@ import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.Metadata;
-import org.apache.spark.sql.types.StructField;
 import scala.Option;
 import scala.runtime.AbstractPartialFunction;
 
@@ -76,7 +73,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
   }
 
   /** {@code spark.hsh.aggregates.minAnsweredBytes} (default 8 MiB): see where it is used. */
-  private long minAnsweredBytes() {
+  static long minAnsweredBytes(SparkSession session) {
     return Contract.bytesSetting(session, Contract.SETTING_AGGREGATES_MIN_BYTES, 8L << 20);
   }
 
@@ -98,79 +95,30 @@ final class AggregateRule extends Rule<LogicalPlan> {
   }
 
   private LogicalPlan rewrite(Aggregate aggregate) {
-    LogicalPlan below = aggregate.child();
-    Project project = below instanceof Project ? (Project) below : null;
-    if (project != null) below = project.child();
-    Filter filter = below instanceof Filter ? (Filter) below : null;
-    if (filter != null) below = filter.child();
-    if (!(below instanceof LogicalRelation)) return aggregate;
-    LogicalRelation scan = (LogicalRelation) below;
-    if (!(scan.relation() instanceof HadoopFsRelation)) return aggregate;
-    HadoopFsRelation fs = (HadoopFsRelation) scan.relation();
-    if (!(fs.location() instanceof HshFileIndex) || ((HshFileIndex) fs.location()).isFixed()) return aggregate;
-    HshFileIndex index = (HshFileIndex) fs.location();
-    if (project != null) {
-      for (NamedExpression e : Scala.list(project.projectList())) {
-        if (!(e instanceof AttributeReference)) return aggregate; // a computed column: not a stored column
-      }
-    }
-    Set<String> partitions = new HashSet<>();
-    for (StructField f : index.table().partitionSchema.fields()) partitions.add(f.name().toLowerCase());
-    Set<Long> scanColumns = new HashSet<>();
-    for (Attribute a : Scala.list(scan.output())) scanColumns.add(a.exprId().id());
-
-    List<AttributeReference> groups = new ArrayList<>();
-    for (Expression g : Scala.list(aggregate.groupingExpressions())) {
-      if (!(g instanceof AttributeReference) || !partitions.contains(((AttributeReference) g).name().toLowerCase())
-          || !scanColumns.contains(((AttributeReference) g).exprId().id())) {
-        return aggregate; // grouped by a data column or an expression: every row is needed
-      }
-      groups.add((AttributeReference) g);
-    }
-    List<AggregateSpec> specs = new ArrayList<>();
-    for (NamedExpression e : Scala.list(aggregate.aggregateExpressions())) {
-      if (e instanceof AttributeReference && groups.contains(e)) continue;
-      AggregateSpec spec = e instanceof Alias ? AggregateSpec.of((Alias) e, partitions, scanColumns) : null;
-      if (spec == null) return aggregate;
-      specs.add(spec);
-    }
-    if (specs.isEmpty()) return aggregate;
-
-    Set<String> counted = new LinkedHashSet<>();
-    Set<String> bounded = new LinkedHashSet<>();
-    for (AggregateSpec s : specs) {
-      if (s.column != null) counted.add(s.column.name());
-      if (s.kind == AggregateSpec.Kind.MIN || s.kind == AggregateSpec.Kind.MAX) bounded.add(s.column.name());
-    }
-    ObjectNode request = JSON.objectNode();
-    ArrayNode columns = request.putArray(Contract.aggregateRequest("columns"));
-    counted.forEach(columns::add);
-    ArrayNode bounds = request.putArray(Contract.aggregateRequest("bounds"));
-    bounded.forEach(bounds::add);
-    List<Expression> conjuncts = filter == null ? List.of() : Scala.list(filter.splitConjunctivePredicates(
-        filter.condition()));
-    PartitionConjuncts split;
-    try {
-      split = PartitionConjuncts.split(session, index.table(), conjuncts);
-    } catch (Exception e) { // a conjunct this side cannot bind (Scala throws checked ones undeclared): Spark's plan
-      Timings.record("aggregate_partition_conjuncts_failed", index.table().name, System.nanoTime());
-      return aggregate;
-    }
-    ObjectNode scanRequest = index.aggregateRequest(split.sent, request);
-    long threshold = minAnsweredBytes();
+    AggregateQuery p = AggregateQuery.of(session, aggregate, false);
+    if (p == null) return aggregate;
+    Project project = p.project;
+    Filter filter = p.filter;
+    LogicalRelation scan = p.scan;
+    HadoopFsRelation fs = p.fs;
+    HshFileIndex index = p.index;
+    List<AttributeReference> groups = p.groups;
+    List<AggregateSpec> specs = p.specs;
+    List<Expression> conjuncts = p.conjuncts;
+    PartitionConjuncts split = p.split;
+    String decision = p.decision;
+    long threshold = minAnsweredBytes(session);
     long driverBytes = IndexAnswer.driverReadBytes(session);
     long driverRows = IndexAnswer.driverReadRows(session);
-    String decision = AggregateDecisions.key(index.table().name, threshold + " " + driverBytes + " " + driverRows,
-        scanRequest + " " + split.evaluatedHere());
     if (AggregateDecisions.recentlyDeclined(decision)) {
       Timings.record("aggregate_declined_recently", index.table().name, System.nanoTime());
       return aggregate; // as with the feature off: the scan's prune request is prefetched (QueryFilterRule)
     }
-    HshFileIndex asked = index.withAggregateAnswer(conjuncts, scanRequest);
+    JsonNode matched;
+    HshFileIndex asked = index.withAggregateAnswer(conjuncts, p.scanRequest, EarlyAggregateRequest.take(decision));
     JsonNode answer = asked.heldAnswer();
     LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
     JsonNode files = Contract.answer(answer, "files", index.table().name);
-    JsonNode matched;
     boolean[] holds; // whether the conjuncts evaluated here hold for each file
     try {
       holds = split.holdsForEach(files);

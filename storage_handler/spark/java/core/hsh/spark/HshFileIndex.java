@@ -1,10 +1,8 @@
 package hsh.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -15,22 +13,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.Cast;
-import org.apache.spark.sql.catalyst.expressions.EvalMode$;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.Literal$;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
-import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import scala.Option;
 
 /**
  * The file index of a registered table: Spark's native Parquet scan asks it for files and it answers with the
@@ -60,7 +49,6 @@ import scala.Option;
  */
 public final class HshFileIndex extends FileIndexBase {
   private static final Logger LOG = LoggerFactory.getLogger(HshFileIndex.class);
-  private static final long BLOCK_SIZE = 128L * 1024 * 1024;
 
   private final transient SparkSession session;
   private final HshTable table;
@@ -84,7 +72,7 @@ public final class HshFileIndex extends FileIndexBase {
   }
 
   /** Threads that send prefetched prune requests (daemons: a driver never waits for them to exit). */
-  private static final ExecutorService PREFETCH = Executors.newCachedThreadPool(runnable -> {
+  static final ExecutorService PREFETCH = Executors.newCachedThreadPool(runnable -> {
     Thread thread = new Thread(runnable, "hsh-prune-prefetch");
     thread.setDaemon(true);
     return thread;
@@ -128,6 +116,11 @@ public final class HshFileIndex extends FileIndexBase {
 
   /** Set while a plan is optimized only to read its filters (read_table's): no scan follows, so none is sent. */
   private static final ThreadLocal<Boolean> NO_PREFETCH = ThreadLocal.withInitial(() -> false);
+
+  /** Whether a prune request may be sent ahead now (not while a plan is only read for its filters). */
+  static boolean prefetching() {
+    return !NO_PREFETCH.get();
+  }
 
   /** {@code work}'s result, with no prune request prefetched while it runs (see {@link #NO_PREFETCH}). */
   static <T> T withoutPrefetch(java.util.function.Supplier<T> work) {
@@ -185,13 +178,13 @@ public final class HshFileIndex extends FileIndexBase {
   }
 
   private List<PartitionDirectory> listed(List<Expression> exact, List<Expression> dataFilters) {
-    if (fixedFiles != null) return keep(partitions(fixedFiles), exact);
+    if (fixedFiles != null) return keep(AnswerFiles.partitions(session, table, fixedFiles), exact);
     JsonNode answer = scanOrReuse(canonical(queryFilters, exact, dataFilters), true);
     JsonNode m = Contract.answer(answer, "metrics", table.name);
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, metric(m, "files_kept"),
         metric(m, "files_total"), metric(m, "bytes_kept"), metric(m, "bytes_total"),
         Contract.metric(m, "sarg", table.name).asText());
-    return keep(partitions(Contract.answer(answer, "files", table.name)), exact);
+    return keep(AnswerFiles.partitions(session, table, Contract.answer(answer, "files", table.name)), exact);
   }
 
   /** Spark re-applies no partition-only predicate to rows: the partitions listed must match exactly. */
@@ -298,12 +291,26 @@ public final class HshFileIndex extends FileIndexBase {
 
   /**
    * This index pruning also by {@code filters}, with the answer for them -- including which files the index
-   * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it); the listing reuses it.
+   * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it), or taken from {@code early}
+   * (the same request sent when the query was analyzed, {@link EarlyAggregateRequest}); the listing reuses it.
    */
-  HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request) {
+  HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request, CompletableFuture<JsonNode> early) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, null);
     Map<Expression, Expression> predicates = canonical(filters, List.of(), List.of());
-    JsonNode answer = PruneService.call(session, request, table.name);
+    JsonNode answer;
+    if (early != null) {
+      long start = System.nanoTime();
+      try {
+        answer = early.join();
+      } catch (CompletionException e) {
+        if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
+        throw e;
+      } finally {
+        Timings.record("aggregate_early_answer_waited", table.name, start);
+      }
+    } else {
+      answer = PruneService.call(session, request, table.name);
+    }
     index.recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
     return index;
   }
@@ -330,62 +337,6 @@ public final class HshFileIndex extends FileIndexBase {
 
   private JsonNode scan(Collection<Expression> predicates, boolean record) {
     return PruneService.call(session, request(session, table, predicates, record), table.name);
-  }
-
-  /** The kept files grouped by partition, each partition's values cast from text like Spark's own listing does. */
-  private List<PartitionDirectory> partitions(JsonNode files) {
-    long start = System.nanoTime();
-    try {
-      return partitionsOf(files);
-    } finally {
-      Timings.record("answer_to_partitions", table.name, start, "files", files.size());
-    }
-  }
-
-  private List<PartitionDirectory> partitionsOf(JsonNode files) {
-    Map<List<String>, List<FileStatus>> groups = new LinkedHashMap<>();
-    StructType partitionSchema = table.partitionSchema;
-    Set<String> schemes = new java.util.HashSet<>();
-    for (JsonNode f : files) {
-      List<String> values = new ArrayList<>();
-      JsonNode partition = Contract.fileField(f, "partition_values", table.name);
-      for (StructField field : partitionSchema.fields()) {
-        values.add(partitionText(partition, field.name()));
-      }
-      Path path = FileSystems.path(Contract.fileField(f, "uri", table.name).asText());
-      if (schemes.add(String.valueOf(path.toUri().getScheme()))) {
-        FileSystems.check(session, table.name, path.toString()); // a partition registered on another store
-      }
-      FileStatus status = new FileStatus(Contract.fileField(f, "bytes", table.name).asLong(), false, 1, BLOCK_SIZE,
-          Contract.fileField(f, "mtime_ms", table.name).asLong(), path);
-      groups.computeIfAbsent(values, k -> new ArrayList<>()).add(status);
-    }
-    String zone = session.sessionState().conf().sessionLocalTimeZone();
-    List<PartitionDirectory> out = new ArrayList<>();
-    for (Map.Entry<List<String>, List<FileStatus>> group : groups.entrySet()) {
-      Object[] row = new Object[partitionSchema.size()];
-      for (int i = 0; i < row.length; i++) {
-        String text = group.getKey().get(i);
-        row[i] = partitionValue(text, partitionSchema.fields()[i].dataType(), zone);
-      }
-      out.add(PartitionDirectory.apply(new GenericInternalRow(row), group.getValue().toArray(new FileStatus[0])));
-    }
-    return out;
-  }
-
-  /**
-   * The value text of partition column {@code name} in {@code values} (a file's {@code partition_values}, an
-   * answered partition of {@code matched}; keys in any case), null for Hive's default partition.
-   */
-  static String partitionText(JsonNode values, String name) {
-    JsonNode v = IndexNumbers.findIgnoreCase(values, name);
-    return v == null || v.isNull() ? null : v.asText();
-  }
-
-  /** A partition folder's value text as Spark's own listing casts it (null stays null). */
-  static Object partitionValue(String text, org.apache.spark.sql.types.DataType type, String zone) {
-    return text == null ? null : new Cast(Literal$.MODULE$.create(text, DataTypes.StringType), type,
-        Option.apply(zone), EvalMode$.MODULE$.LEGACY()).eval(InternalRow.empty());
   }
 
   @Override

@@ -35,7 +35,7 @@ final class IndexNumbers {
       if (rows == 0) continue; // files without rows: no group to create, nothing to add
       Object[] row = new Object[groups.size() + specs.size()];
       for (int g = 0; g < groups.size(); g++) {
-        row[g] = HshFileIndex.partitionValue(HshFileIndex.partitionText(partitions.get(r), groups.get(g).name()),
+        row[g] = AnswerFiles.partitionValue(AnswerFiles.partitionText(partitions.get(r), groups.get(g).name()),
             groups.get(g).dataType(), zone);
       }
       for (int i = 0; i < specs.size(); i++) {

@@ -107,7 +107,7 @@ final class PartitionConjuncts {
     StructField[] fields = partitionSchema.fields();
     Object[] row = new Object[fields.length];
     for (int i = 0; i < fields.length; i++) {
-      row[i] = HshFileIndex.partitionValue(HshFileIndex.partitionText(values, fields[i].name()),
+      row[i] = AnswerFiles.partitionValue(AnswerFiles.partitionText(values, fields[i].name()),
           fields[i].dataType(), zone);
     }
     return predicate.eval(new GenericInternalRow(row));
