@@ -15,7 +15,6 @@ import json
 import os
 import random
 import re
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -580,35 +579,6 @@ def test_dataframes_get_it_too(spark, dated) -> None:  # noqa: ANN001
     assert spark.table(handled).where(where).agg(F.max("i"), F.min("d")).collect() == \
         spark.table(plain).where(where).agg(F.max("i"), F.min("d")).collect()
     assert _rewrites(spark)[-1]["answered"] == 6
-
-
-def test_the_request_is_sent_as_soon_as_the_query_is_analyzed(spark, dated) -> None:  # noqa: ANN001
-    """The rule's request goes out at the end of analysis and the rule takes its answer (one request, one scan
-    logged), unless the optimizer changed the filter: then the rule asks itself. Either way: plain Spark's rows."""
-    from storage_handler.spark import scan_history
-
-    handled, plain, _ = dated
-    for where, taken in [("d >= DATE '2024-01-03' AND d < DATE '2024-01-07'", True),  # isnotnull(d) inferred
-                         ("i >= 20 AND i < 70", True),
-                         # the optimizer rewrites these (i <= 45; from Spark 4.0 BETWEEN is kept whole until the
-                         # optimizer): the analyzed filter asks another request, and the rule asks its own
-                         ("NOT (i > 45)", False), ("i BETWEEN 20 AND 69", None)]:
-        sql = "SELECT count(*), min(i), max(i) FROM {t} WHERE " + where
-        spark._jvm.hsh.spark.Timings.drain()
-        scans = len(scan_history(handled))
-        ours = spark.sql(sql.format(t=handled)).collect()
-        events = [e["step"] for e in json.loads(spark._jvm.hsh.spark.Timings.drain())]
-        assert ours == spark.sql(sql.format(t=plain)).collect(), where
-        assert events.count("aggregate_early_request") == 1, (where, events)
-        if taken is None:  # Spark 3.5's parser already writes BETWEEN as two comparisons: taken there
-            taken = events.count("aggregate_early_answer_waited") == 1
-        assert events.count("aggregate_early_answer_waited") == (1 if taken else 0), (where, events)
-        assert events.count("prune_round_trip") == (1 if taken else 2), (where, events)  # the early one, or both
-        for _ in range(40):  # the service logs each scan right after answering
-            if len(scan_history(handled)) >= scans + (1 if taken else 2):
-                break
-            time.sleep(0.05)
-        assert len(scan_history(handled)) - scans == (1 if taken else 2), where
 
 
 def test_a_file_changed_after_indexing_is_read_not_answered(spark, dated, catalog) -> None:  # noqa: ANN001

@@ -69,13 +69,12 @@ public final class AggregateDecisions {
     }
   }
 
-  /** Forget the decisions about {@code table} (its files changed, or may have), and the requests sent early. */
+  /** Forget the decisions about {@code table} (its files changed, or may have). */
   static void forget(String table) {
     String prefix = table + " ";
     synchronized (DECLINED) {
       DECLINED.keySet().removeIf(k -> k.startsWith(prefix));
     }
-    EarlyAggregateRequest.forget(table);
   }
 
   /** Forget every decision (a test's clean slate). */

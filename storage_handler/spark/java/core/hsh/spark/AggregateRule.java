@@ -95,7 +95,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
   }
 
   private LogicalPlan rewrite(Aggregate aggregate) {
-    AggregateQuery p = AggregateQuery.of(session, aggregate, false);
+    AggregateQuery p = AggregateQuery.of(session, aggregate);
     if (p == null) return aggregate;
     Project project = p.project;
     Filter filter = p.filter;
@@ -115,7 +115,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
       return aggregate; // as with the feature off: the scan's prune request is prefetched (QueryFilterRule)
     }
     JsonNode matched;
-    HshFileIndex asked = index.withAggregateAnswer(conjuncts, p.scanRequest, EarlyAggregateRequest.take(decision));
+    HshFileIndex asked = index.withAggregateAnswer(conjuncts, p.scanRequest);
     JsonNode answer = asked.heldAnswer();
     LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
     JsonNode files = Contract.answer(answer, "files", index.table().name);

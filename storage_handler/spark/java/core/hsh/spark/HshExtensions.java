@@ -24,13 +24,6 @@ public final class HshExtensions extends AbstractFunction1<SparkSessionExtension
         return new NativeScanRule(session);
       }
     });
-    // an aggregate the index may answer has its prune request sent as soon as the query is analyzed
-    extensions.injectPostHocResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
-      @Override
-      public Rule<LogicalPlan> apply(SparkSession session) {
-        return new EarlyAggregateRequest(session);
-      }
-    });
     // aggregates first: it asks for the files with the query's filters itself, and QueryFilterRule then finds
     // them set (and the answer held) instead of asking again
     extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {

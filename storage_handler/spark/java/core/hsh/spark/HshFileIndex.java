@@ -72,7 +72,7 @@ public final class HshFileIndex extends FileIndexBase {
   }
 
   /** Threads that send prefetched prune requests (daemons: a driver never waits for them to exit). */
-  static final ExecutorService PREFETCH = Executors.newCachedThreadPool(runnable -> {
+  private static final ExecutorService PREFETCH = Executors.newCachedThreadPool(runnable -> {
     Thread thread = new Thread(runnable, "hsh-prune-prefetch");
     thread.setDaemon(true);
     return thread;
@@ -116,11 +116,6 @@ public final class HshFileIndex extends FileIndexBase {
 
   /** Set while a plan is optimized only to read its filters (read_table's): no scan follows, so none is sent. */
   private static final ThreadLocal<Boolean> NO_PREFETCH = ThreadLocal.withInitial(() -> false);
-
-  /** Whether a prune request may be sent ahead now (not while a plan is only read for its filters). */
-  static boolean prefetching() {
-    return !NO_PREFETCH.get();
-  }
 
   /** {@code work}'s result, with no prune request prefetched while it runs (see {@link #NO_PREFETCH}). */
   static <T> T withoutPrefetch(java.util.function.Supplier<T> work) {
@@ -291,26 +286,12 @@ public final class HshFileIndex extends FileIndexBase {
 
   /**
    * This index pruning also by {@code filters}, with the answer for them -- including which files the index
-   * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it), or taken from {@code early}
-   * (the same request sent when the query was analyzed, {@link EarlyAggregateRequest}); the listing reuses it.
+   * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it); the listing reuses it.
    */
-  HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request, CompletableFuture<JsonNode> early) {
+  HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, null);
     Map<Expression, Expression> predicates = canonical(filters, List.of(), List.of());
-    JsonNode answer;
-    if (early != null) {
-      long start = System.nanoTime();
-      try {
-        answer = early.join();
-      } catch (CompletionException e) {
-        if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
-        throw e;
-      } finally {
-        Timings.record("aggregate_early_answer_waited", table.name, start);
-      }
-    } else {
-      answer = PruneService.call(session, request, table.name);
-    }
+    JsonNode answer = PruneService.call(session, request, table.name);
     index.recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
     return index;
   }
