@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/bench_overhead.py [--scale 0.5] [--files 1000] [--repeat 7]
 
 One Spark session with the handler's extension; per query, the paths interleaved round robin (native, handler,
-limit, ..., the order turned by one path each round so that none always follows native's full read), ``--warmup`` untimed rounds then ``--repeat`` timed ones, medians reported:
+limit, ..., the order turned by one path each round so that none always follows native's full read),
+``--warmup`` untimed rounds then ``--repeat`` timed ones, medians reported:
 
   native   Spark's own read of the same files as a plain Hive Parquet table (the folder registered a second time
            without the handler's parameters);
