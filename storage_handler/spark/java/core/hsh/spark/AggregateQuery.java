@@ -41,11 +41,15 @@ final class AggregateQuery {
   final List<Expression> conjuncts; // all of the filter's, as the optimizer left them
   final PartitionConjuncts split;
   final ObjectNode scanRequest;
+  final long minAnsweredBytes; // the limits in force (settings), read once: the decision is kept under them
+  final long driverReadBytes;
+  final long driverReadRows;
   final String decision; // AggregateDecisions' key
 
   private AggregateQuery(Project project, Filter filter, LogicalRelation scan, HadoopFsRelation fs, HshFileIndex index,
       List<AttributeReference> groups, List<AggregateSpec> specs, List<Expression> conjuncts,
-      PartitionConjuncts split, ObjectNode scanRequest, String decision) {
+      PartitionConjuncts split, ObjectNode scanRequest, long minAnsweredBytes, long driverReadBytes,
+      long driverReadRows) {
     this.project = project;
     this.filter = filter;
     this.scan = scan;
@@ -56,7 +60,11 @@ final class AggregateQuery {
     this.conjuncts = conjuncts;
     this.split = split;
     this.scanRequest = scanRequest;
-    this.decision = decision;
+    this.minAnsweredBytes = minAnsweredBytes;
+    this.driverReadBytes = driverReadBytes;
+    this.driverReadRows = driverReadRows;
+    this.decision = AggregateDecisions.key(index.table().name, minAnsweredBytes + " " + driverReadBytes + " "
+        + driverReadRows, scanRequest + " " + split.evaluatedHere());
   }
 
   /**
@@ -122,10 +130,8 @@ final class AggregateQuery {
       Timings.record("aggregate_partition_conjuncts_failed", index.table().name, System.nanoTime());
       return null;
     }
-    ObjectNode scanRequest = index.aggregateRequest(split.sent, request);
-    String decision = AggregateDecisions.key(index.table().name, AggregateRule.minAnsweredBytes(session) + " "
-        + IndexAnswer.driverReadBytes(session) + " " + IndexAnswer.driverReadRows(session),
-        scanRequest + " " + split.evaluatedHere());
-    return new AggregateQuery(project, filter, scan, fs, index, groups, specs, conjuncts, split, scanRequest, decision);
+    return new AggregateQuery(project, filter, scan, fs, index, groups, specs, conjuncts, split,
+        index.aggregateRequest(split.sent, request), AggregateRule.minAnsweredBytes(session),
+        IndexAnswer.driverReadBytes(session), IndexAnswer.driverReadRows(session));
   }
 }

@@ -107,18 +107,18 @@ final class AggregateRule extends Rule<LogicalPlan> {
     List<Expression> conjuncts = p.conjuncts;
     PartitionConjuncts split = p.split;
     String decision = p.decision;
-    long threshold = minAnsweredBytes(session);
-    long driverBytes = IndexAnswer.driverReadBytes(session);
-    long driverRows = IndexAnswer.driverReadRows(session);
+    long threshold = p.minAnsweredBytes;
+    long driverBytes = p.driverReadBytes;
+    long driverRows = p.driverReadRows;
     if (AggregateDecisions.recentlyDeclined(decision)) {
       Timings.record("aggregate_declined_recently", index.table().name, System.nanoTime());
       return aggregate; // as with the feature off: the scan's prune request is prefetched (QueryFilterRule)
     }
-    JsonNode matched;
     HshFileIndex asked = index.withAggregateAnswer(conjuncts, p.scanRequest);
     JsonNode answer = asked.heldAnswer();
     LogicalRelation askedScan = Plans.withRelation(scan, copy(fs, asked));
     JsonNode files = Contract.answer(answer, "files", index.table().name);
+    JsonNode matched;
     boolean[] holds; // whether the conjuncts evaluated here hold for each file
     try {
       holds = split.holdsForEach(files);
