@@ -210,7 +210,8 @@ def run_all(
     spark: Any, qs: list[Query], paths: tuple[str, ...], repeat: int, warmup: int, log: Callable[[str], None],
     max_interference: float = 0.0,
 ) -> tuple[dict[tuple[str, str], Cell], list[str]]:
-    """Warm-up rounds, then ``repeat`` timed rounds; within a round every query runs through every path in turn.
+    """Warm-up rounds, then ``repeat`` timed rounds; within a round every query runs through every path in turn,
+    in an order that turns by one path each round.
 
     With ``max_interference`` > 0, a timed run during which other processes used more than that share of the
     machine's CPU is discarded and run again (at most ``RETRIES`` times; the last attempt is kept regardless)."""
@@ -267,8 +268,12 @@ def run_all(
         log(f"warm-up round {round_no + 1}/{rounds} done in {time.perf_counter() - start:.0f} s")
     for i in range(repeat):
         start = time.perf_counter()
+        # the order of the paths turns by one each round, so that every path follows every other one equally
+        # often: a fixed order put the handler right after native's read of all the files, into its garbage
+        # collection, in every round (bench_overhead.py found and fixed the same bias)
+        turned = paths[i % len(paths):] + paths[:i % len(paths)]
         for q in qs:
-            for path in paths:
+            for path in turned:
                 one(q, path, warmup=False)
         discarded = sum(c.discarded for c in cells.values())
         log(f"repeat {i + 1}/{repeat} done in {time.perf_counter() - start:.0f} s "
