@@ -44,7 +44,7 @@ from bench_tpch import (  # noqa: E402
 )
 from provenance import commit_label  # noqa: E402
 from tpch_data import TpchDataset, ensure_lineitem  # noqa: E402
-from tpch_model import DB, PLAIN, TABLE, Cell, Query  # noqa: E402
+from tpch_model import PLAIN, TABLE, Cell, Query  # noqa: E402
 from tpch_report import cpu_snapshot, other_cpu_share  # noqa: E402
 
 PATHS = ("native", "spark.sql", "limit")
@@ -75,25 +75,13 @@ def queries(ds: TpchDataset) -> list[Query]:
 def register(uri: str, ds: TpchDataset) -> float:
     """(Re-)register the folder as a plain Hive table, then with a bloom filter on l_orderkey (last: both tables
     share the folder's index, and the last registration's choice is what the index keeps); seconds of the latter."""
-    from metastore.client import MetastoreClient
-    from metastore.names import parse_table_name
-    from storage_handler.registration.register import apply_registration, plan_registration
+    from bench_tables import register as register_table
 
-    seconds = 0.0
+    from metastore.client import MetastoreClient
+
     with MetastoreClient(uri) as client:
-        for name, props in ((PLAIN, {}), (TABLE, BLOOM)):
-            db, table = name.split(".")
-            if client.database_exists(db) and client.table_exists(db, table):
-                client.drop_table(db, table)
-            start = time.perf_counter()
-            apply_registration(client, plan_registration(client, parse_table_name(name), str(ds.path),
-                                                         table_properties=dict(props)))
-            seconds = time.perf_counter() - start
-        plain = client.get_table(DB, PLAIN.split(".")[1])
-        for key in [k for k in plain.parameters if k.startswith("hsh.")]:
-            del plain.parameters[key]
-        client.alter_table(plain)
-    return seconds
+        register_table(client, PLAIN, ds.path, plain=True)
+        return register_table(client, TABLE, ds.path, table_properties=BLOOM)
 
 
 def index_costs(ds: TpchDataset, qs: list[Query]) -> dict[str, Any]:

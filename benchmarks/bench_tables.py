@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 
-def register(client: Any, name: str, folder: Path | str, *, plain: bool = False) -> float:
+def register(client: Any, name: str, folder: Path | str, *, plain: bool = False,
+             table_properties: dict[str, str] | None = None) -> float:
     """Register ``folder`` as ``name`` (a previous run's table of that name dropped first: metadata only, perhaps of
-    another scale); with ``plain``, as a plain Hive table the handler's extension leaves to Spark. Seconds taken."""
+    another scale) with ``table_properties`` (``hsh register --property``); with ``plain``, as a plain Hive table
+    the handler's extension leaves to Spark. Seconds the registration took."""
     from metastore.names import parse_table_name
     from storage_handler.registration.register import apply_registration, plan_registration
 
@@ -23,7 +25,8 @@ def register(client: Any, name: str, folder: Path | str, *, plain: bool = False)
     if client.database_exists(db) and client.table_exists(db, table):
         client.drop_table(db, table)
     start = time.perf_counter()
-    apply_registration(client, plan_registration(client, parse_table_name(name), str(folder)))
+    apply_registration(client, plan_registration(client, parse_table_name(name), str(folder),
+                                                     table_properties=dict(table_properties or {})))
     seconds = time.perf_counter() - start
     if plain:
         t = client.get_table(db, table)
