@@ -60,6 +60,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_tpch import canonical, register_tables, warm_metastore  # noqa: E402
 from provenance import commit_label  # noqa: E402
+from spread import LEVEL, ratio_interval  # noqa: E402
 from tpch_data import ensure_lineitem  # noqa: E402
 from tpch_model import PLAIN, Q6_WHERE, TABLE  # noqa: E402
 from tpch_report import cpu_snapshot, other_cpu_share  # noqa: E402
@@ -186,6 +187,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         service = [s for r in rs for s in r["scans"]]
         out[path] = {
             "ms": med([r["seconds"] * 1000 for r in rs]),
+            "runs_ms": [round(r["seconds"] * 1000, 2) for r in rs],  # in round order: the interval pairs by round
             "cpu_ms": med([r.get("cpu_ms", 0.0) for r in rs]),
             "phases": {p: med([r["phases"].get(p, 0.0) for r in rs]) for p in PHASES},
             "rules": {g: round(med([r["rules"][g] for r in rs]), 2) for g in RULE_GROUPS},
@@ -201,10 +203,19 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                        } if service else {},
         }
     out["ratio"] = out["handler"]["ms"] / out["limit"]["ms"]
+    limit = [r["seconds"] for r in runs["limit"]]
+    out["interval"] = ratio_interval([r["seconds"] for r in runs["handler"]], limit)
     for path in ("resolved", "rechecked"):
         if path in out:
             out[f"ratio_{path}"] = out[path]["ms"] / out["limit"]["ms"]
+            out[f"interval_{path}"] = ratio_interval([r["seconds"] for r in runs[path]], limit)
     return out
+
+
+def _ratio(s: dict[str, Any], suffix: str = "") -> str:
+    """A ratio cell: the median ratio, and its interval (``spread.py``) when the run recorded one."""
+    interval = s.get(f"interval{suffix}")
+    return f"**{s[f'ratio{suffix}']:.2f}×**" + (f" ({interval[0]:.2f}-{interval[1]:.2f})" if interval else "")
 
 
 def hiveserver2(uri: str, home: Path, queries: dict[str, dict[str, str]], repeat: int, warmup: int,
@@ -249,6 +260,7 @@ def hiveserver2(uri: str, home: Path, queries: dict[str, dict[str, str]], repeat
                     "steps": {s: round(statistics.median([c.get(s, 0.0) for c in steps]), 2) for s in names},
                 }
                 out[key]["ratio"] = out[key]["handler_ms"] / out[key]["limit_ms"]
+                out[key]["interval"] = ratio_interval(timings["handler"], timings["limit"])
     finally:
         server.stop()
         os.environ.pop("HSH_TIMINGS_LOG", None)
@@ -279,7 +291,9 @@ def markdown(result: dict[str, Any]) -> str:
         f"after {m['warmup']} warm-up rounds, one "
         f"Spark session; a run is `spark.sql(text).collect()` (analysis included). {m['cores']} cores, "
         f"pyspark {m['pyspark']}, commit {m['commit']}, {m['date']}; other processes used "
-        f"{m['other_cpu_share']:.0%} of the CPU during the run. Target: handler ≤ {TARGET}× limit.",
+        f"{m['other_cpu_share']:.0%} of the CPU during the run. Target: handler ≤ {TARGET}× limit. In brackets after a "
+        f"ratio: the range it takes in {LEVEL:.0%} of resamplings of the rounds (`spread.py`): runs of the same code "
+        "spread about that much.",
         "",
         "| metastore | query | native ms | handler ms | limit ms | handler / limit | resolved ms | resolved / limit | "
         f"rechecked ({RECHECK_SECONDS} s) ms | rechecked / limit |",
@@ -287,10 +301,10 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     for state, queries in result["spark"].items():
         for key, s in queries.items():
-            beside = " | ".join(f"{s[p]['ms']:.0f} | **{s[f'ratio_{p}']:.2f}×**" if p in s else "– | –"
+            beside = " | ".join(f"{s[p]['ms']:.0f} | {_ratio(s, f'_{p}')}" if p in s else "– | –"
                                 for p in ("resolved", "rechecked"))
             lines.append(f"| {state} | {key} | {s['native']['ms']:.0f} | {s['handler']['ms']:.0f} | "
-                         f"{s['limit']['ms']:.0f} | **{s['ratio']:.2f}×** | {beside} |")
+                         f"{s['limit']['ms']:.0f} | {_ratio(s)} | {beside} |")
     lines += ["", "Where the handler's extra milliseconds go (medians, ms; Spark's phases against the limit's, the "
               "extension's JVM steps, the prune service's own phases):", "",
               "| metastore | query | analysis | optimization | planning | JVM: table definition check | JVM: resolve "
@@ -368,7 +382,7 @@ def markdown(result: dict[str, Any]) -> str:
                   "|---|---:|---:|---:|---|"]
         for key, s in result["hiveserver2"].items():
             st = s["steps"]
-            lines.append(f"| {key} | {s['handler_ms']:.0f} | {s['limit_ms']:.0f} | **{s['ratio']:.2f}×** | "
+            lines.append(f"| {key} | {s['handler_ms']:.0f} | {s['limit_ms']:.0f} | {_ratio(s)} | "
                          f"{st.get('prune_round_trip', 0):.1f} ({st.get('service_ms', 0):.1f}) |")
     lines += ["", *result.get("notes", [])]
     return "\n".join(lines) + "\n"

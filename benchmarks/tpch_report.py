@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance import commit_label
+from spread import LEVEL, with_interval
 from tpch_data import TpchDataset
 from tpch_model import (
     BUSY_SHARE,
@@ -183,11 +184,14 @@ def markdown(
             row += [secs(q, p), ratio(q, p), files(q, p)]
         lines.append(f"| {q.title} | {' | '.join([*row, target])} |")
     if all(cell(q, "limit") and cell(q, "spark.sql") for q in qs):
-        lines += ["", "How close the handler comes to its limit (median time over (d)'s: 1.00× is the limit):", ""]
+        lines += ["", "How close the handler comes to its limit (median time over (d)'s: 1.00× is the limit; in "
+                  f"brackets, the range the ratio takes in {LEVEL:.0%} of resamplings of the rounds, `spread.py`):",
+                  ""]
         lines += header([f"{tag['spark.sql']} spark.sql / limit", f"{tag['read_table']} read_table / limit"])
         for q in qs:
-            limit = cells[(q.key, "limit")].median
-            row = [f"{cells[(q.key, p)].median / limit:.2f}×" if cell(q, p) else "–" for p in ("spark.sql", "read_table")]
+            limit = cells[(q.key, "limit")].seconds
+            row = [with_interval(cells[(q.key, p)].seconds, limit) if cell(q, p) else "–"
+                   for p in ("spark.sql", "read_table")]
             lines.append(f"| {q.title} | {' | '.join(row)} |")
     lines += ["", f"Fastest of the {info['repeat']} runs, seconds and speed-up over (a)'s fastest (less sensitive to "
               "other work on the machine; the targets above are judged on medians):", ""]
