@@ -1,6 +1,6 @@
 """No false negatives with bloom filters and value lists, end to end (issue 17, "the one rule").
 
-The random tables, storage changes, predicates and the full-scan oracle of ``test_no_false_negatives_e2e.py``,
+The random tables, storage changes, predicates and the full-scan oracle of ``no_false_negatives_oracle.py``,
 with every column that can have one given a bloom filter and/or a value list (a random, often small, cap, so some
 files keep a list and some do not; a random false-positive rate). The predicates' literals come mostly from the
 data and its neighbours, so many files are ruled out by a filter rather than by min/max: every file holding a row
@@ -18,7 +18,7 @@ from storage_handler.stats.membership.bloom import MEMBERSHIP_TYPES
 from storage_handler.stats.membership.spec import MembershipSpec
 from tests.e2e_strategies import Scenario, scenarios
 from tests.helpers import examples
-from tests.test_no_false_negatives_e2e import run_scenario
+from tests.no_false_negatives_oracle import run_scenario
 
 
 @st.composite
