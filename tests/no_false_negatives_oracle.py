@@ -42,25 +42,13 @@ from tests.e2e_strategies import (
 from tests.helpers import folder_partitions
 
 TV = TruthValue
-
-
 PARTITION = "p"
-
-
 PARTITION_TYPE = parse_hive_type("int")
-
-
 ROUNDINGS = ("floor", "ceil", "hive")
-
-
 MODES = [(rounding, total) for rounding in ROUNDINGS for total in (False, True)]
-
-
 _OP_NAMES = {LeafOperator.EQUALS: "equals", LeafOperator.NULL_SAFE_EQUALS: "null_safe_equals",
              LeafOperator.LESS_THAN: "less_than", LeafOperator.LESS_THAN_EQUALS: "less_than_equals",
              LeafOperator.IN: "in_", LeafOperator.BETWEEN: "between", LeafOperator.IS_NULL: "is_null"}
-
-
 _EXACT = Context(prec=100)
 
 

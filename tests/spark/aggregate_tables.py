@@ -22,8 +22,6 @@ from hypothesis import strategies as st
 
 SCHEMA = pa.schema([("i", pa.int32()), ("big", pa.int64()), ("dec", pa.decimal128(9, 2)), ("d", pa.date32()),
                     ("s", pa.string()), ("f", pa.float64()), ("b", pa.bool_()), ("ts", pa.timestamp("us"))])
-
-
 QUERIES = [
     "SELECT count(*) FROM {t} WHERE {w}",
     "SELECT count(i), min(i), max(i), count(*) FROM {t} WHERE {w}",
@@ -32,8 +30,6 @@ QUERIES = [
     "SELECT p, count(*), min(i), max(d), count(dec) FROM {t} WHERE {w} GROUP BY p",
     "SELECT max(f), min(ts), count(f) FROM {t} WHERE {w}",
 ]
-
-
 DUCKDB_SAFE = QUERIES[:5]  # doubles and timestamps compare across engines differently enough to leave to Spark
 
 
@@ -76,8 +72,6 @@ FILTERS = st.sampled_from([
     # partition-only conjuncts no data-source filter expresses: evaluated on each partition's values
     "cast(p AS STRING) = '{p}'", "p % 2 = 0 AND i >= {n}", "NOT ((p + 1) * 10 > {n}) OR i < {m}",
 ])
-
-
 COUNTER = iter(range(1 << 30))
 
 
@@ -158,10 +152,7 @@ def rewrites(spark: Any) -> list[dict[str, Any]]:
 
 
 DRIVER_BYTES = "spark.hsh.aggregates.driverReadBytes"
-
-
 DRIVER_ROWS = "spark.hsh.aggregates.driverReadRows"
-
 
 # EXPLAIN of a rewrite: Spark's plan of it names the index's columns ("count_all_of_5_files_from_index"), the
 # answer in the driver says what it answered ("5 files answered from the index")
