@@ -4,16 +4,13 @@ import java.util.List;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.SparkPlan;
-import org.apache.spark.sql.execution.SparkStrategy;
-import scala.collection.Seq;
 
 /** Plans an aggregation {@link IndexAnswer} can answer in the driver as {@link IndexAnswerExec}; Spark plans
- *  every other node (Spark 3.5 form). */
-final class IndexAnswerStrategy extends SparkStrategy {
+ *  every other node. */
+final class IndexAnswerStrategy extends StrategyBase {
   @Override
-  public Seq<SparkPlan> apply(LogicalPlan plan) {
+  List<SparkPlan> plans(LogicalPlan plan) {
     IndexAnswer.Marker marker = IndexAnswer.marked(plan);
-    return Scala.seq(marker == null ? List.<SparkPlan>of()
-        : List.<SparkPlan>of(new IndexAnswerExec((Aggregate) plan, marker)));
+    return marker == null ? List.of() : List.of(new IndexAnswerExec((Aggregate) plan, marker));
   }
 }

@@ -4,10 +4,8 @@ import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.SparkPlan;
-import org.apache.spark.sql.execution.SparkStrategy;
 import org.apache.spark.sql.execution.command.DataWritingCommandExec;
 import org.apache.spark.sql.execution.datasources.V1WriteCommand;
-import scala.collection.immutable.Seq;
 
 /**
  * Plans a write into a registered table as {@link IndexedWrite} around the real command (Spark's own strategy
@@ -16,7 +14,7 @@ import scala.collection.immutable.Seq;
  * next query would not see the new files indexed; the strategy's command runs on the statement's own thread.
  * Adaptive execution may plan a command twice; only the instance that runs indexes.
  */
-final class IndexOnWriteStrategy extends SparkStrategy {
+final class IndexOnWriteStrategy extends StrategyBase {
   private final SparkSession session;
 
   IndexOnWriteStrategy(SparkSession session) {
@@ -24,17 +22,16 @@ final class IndexOnWriteStrategy extends SparkStrategy {
   }
 
   @Override
-  public Seq<SparkPlan> apply(LogicalPlan plan) {
+  List<SparkPlan> plans(LogicalPlan plan) {
     if (!(plan instanceof V1WriteCommand) || plan instanceof IndexedWrite || !IndexOnWrite.enabled(session)) {
-      return Scala.seq(List.<SparkPlan>of());
+      return List.of();
     }
     V1WriteCommand cmd = (V1WriteCommand) plan;
     WriteTarget target = WriteTarget.of(cmd);
-    if (target == null) return Scala.seq(List.<SparkPlan>of());
+    if (target == null) return List.of();
     Observe observe = target.dynamicColumns.isEmpty() || !IndexOnWrite.observe(session) ? null
         : Observe.of(cmd, target.dynamicColumns);
     V1WriteCommand write = observe == null ? cmd : observe.command;
-    return Scala.seq(List.<SparkPlan>of(
-        new DataWritingCommandExec(new IndexedWrite(write, target, observe), planLater(write.query()))));
+    return List.of(new DataWritingCommandExec(new IndexedWrite(write, target, observe), planLater(write.query())));
   }
 }
