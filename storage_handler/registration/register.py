@@ -2,8 +2,10 @@
 
 The work is split into a *plan* (pure: what the dataset looks like and what the metastore lacks) and *apply*
 (the metastore calls). ``--dry-run`` prints the plan and stops, so it can never change anything. Re-running is
-idempotent: an existing table with the same schema is kept and only missing partitions are added, in batches, with
-``ifNotExists`` so a retry after a dropped connection cannot fail on partitions that did get in.
+idempotent: an existing table at the same location with the same schema is kept and only missing partitions are
+added, in batches, with ``ifNotExists`` so a retry after a dropped connection cannot fail on partitions that did get
+in; table properties given again (``--scan-float-columns``, bloom filters, ``--table-property``) are set on it before
+its index is refreshed. Another folder under an existing name is refused.
 
 Unreadable files follow :mod:`storage_handler.registration.dataset`'s rule: the table is registered from the readable
 ones and the others are recorded in the index and kept in every scan; with ``strict`` they are refused while
@@ -19,7 +21,7 @@ from typing import Any
 
 from metastore.client import MetastoreClient
 from metastore.names import TableName
-from storage_handler.errors import SchemaError
+from storage_handler.errors import DatasetError, SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.meta_hook import PARAM_INDEX_VERSION
 from storage_handler.registration import hooked
@@ -43,7 +45,6 @@ from storage_handler.registration.table_spec import (
 )
 from storage_handler.stats import FooterEngine, StatsOptions
 from storage_handler.stats.engines.local import ProgressCallback
-from storage_handler.stats.membership.spec import TABLE_PARAMETERS as MEMBERSHIP_PARAMETERS
 from storage_handler.storage import check_no_secrets, parse_location
 
 DEFAULT_BATCH = 1000
@@ -103,7 +104,7 @@ def plan_registration(
     create_table = True
     if not create_database and client.table_exists(name.database, name.table):
         create_table = False
-        _check_same_shape(name, dataset, client.get_table(name.database, name.table))
+        _check_same_table(name, dataset, client.get_table(name.database, name.table))
         if dataset.partition_keys:
             existing_parts = set(client.get_partition_names(name.database, name.table))
     missing = tuple(
@@ -115,7 +116,21 @@ def plan_registration(
     )
 
 
-def _check_same_shape(name: TableName, dataset: Dataset, table: Any) -> None:
+def _check_same_table(name: TableName, dataset: Dataset, table: Any) -> None:
+    """Registering again is for the same table: the same place, partition keys and columns.
+
+    Why the place matters: the index lives beside the table's files and is refreshed from the folder scanned, so
+    registering another folder under an existing name would file that folder's statistics as the table's, and
+    the table's own files would read as unindexed (kept, never pruned) without a word.
+    """
+    registered = parse_location(table.sd.location)
+    if parse_location(dataset.location).relative_to(registered) != "":
+        raise DatasetError(
+            f"table {name} is registered at {table.sd.location}, not at {dataset.location}; register that folder "
+            f"under another name, or drop the table first (`hsh drop {name}` keeps its files) to register it "
+            f"there. To add files to {name}, put them under {table.sd.location} (a table registered with "
+            f"--location is registered again with the same --location)"
+        )
     want_cols = [(n.lower(), str(t)) for n, t in dataset.columns]
     have_cols = [(n.lower(), t) for n, t in table_columns(table)]
     want_keys = [(n, str(t)) for n, t in dataset.partition_keys]
@@ -164,11 +179,14 @@ def apply_registration(
     if plan.create_table:
         hooked.create_table(client, table, hook)
     else:  # refresh the index and record its version, under the lock, on a freshly read table
-        chosen = {k: v for k, v in plan.table_properties.items() if k in MEMBERSHIP_PARAMETERS}
+        chosen = dict(plan.table_properties)
 
         def change(table: Any) -> None:
             drop_legacy_parameters(table)
-            table.parameters.update(chosen)  # a bloom-filter / value-list choice given again applies now
+            # properties given again apply now, as ALTER TABLE ... SET TBLPROPERTIES would, and before the index
+            # is refreshed: a new --scan-float-columns or bloom-filter choice is built into it at once. Properties
+            # not given are left as they are (registering again never turns an option off).
+            table.parameters.update(chosen)
 
         table, _locked = hooked.refresh_table(client, name.database, name.table, hook, change,
                                               statistics=statistics, publish=False)

@@ -64,3 +64,18 @@ def test_a_bad_setting_is_one_clear_error(metastore_uri: str, tmp_path: Path) ->
                    "--metastore", metastore_uri)
     assert proc.returncode == 2 and "hsh.stats.scan_float_columns='yes': use true or false" in proc.stderr
     assert run_hsh("describe", "floats.bad", "--metastore", metastore_uri).returncode == 2  # nothing was created
+
+
+def test_giving_it_when_registering_again_applies_it_at_once(metastore_uri: str, tmp_path: Path) -> None:
+    """Registering an existing table again with the option sets it and rebuilds the index with it, as the ALTER and
+    refresh above do; registering again without it does not turn it off."""
+    root = _dataset(tmp_path / "again")
+    assert run_hsh("register", "floats.again", str(root), "--metastore", metastore_uri).returncode == 0
+    assert len(_kept(metastore_uri, "floats.again", "d > 0.9")) == 4
+    again = run_hsh("register", "floats.again", str(root), "--scan-float-columns", "--metastore", metastore_uri,
+                    "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["create_table"] is False
+    assert _kept(metastore_uri, "floats.again", "d > 0.9") == ["part-2.parquet", "part-3.parquet"]
+    assert run_hsh("register", "floats.again", str(root), "--metastore", metastore_uri).returncode == 0
+    assert _kept(metastore_uri, "floats.again", "d > 0.9") == ["part-2.parquet", "part-3.parquet"]

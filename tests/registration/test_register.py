@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from metastore.names import parse_table_name
+from storage_handler.contract import PARAM_INDEX_VERSION
 from storage_handler.handler import INPUT_FORMAT, SERDE
 from storage_handler.hive_paths import escape_partition_value, unescape_partition_value
 from storage_handler.registration.register import apply_registration, plan_registration
@@ -49,6 +50,24 @@ def test_rerun_is_idempotent_and_adds_only_new_partitions(hms, events_dataset: P
     third = _register(hms, "reg.idem", events_dataset)
     assert third["partitions_added"] == 1
     assert sorted(hms.get_partition_names("reg", "idem"))[-1] == "dt=2024-01-09"
+
+
+def test_another_folder_under_an_existing_name_is_refused(hms, events_dataset: Path, tmp_path: Path) -> None:
+    """Its statistics would be filed as the table's, and the table's own files read as unindexed (never pruned)."""
+    from storage_handler.errors import DatasetError
+
+    _register(hms, "reg.moved", events_dataset)
+    version = hms.get_table("reg", "moved").parameters[PARAM_INDEX_VERSION]
+    copy = tmp_path / "copy"
+    shutil.copytree(events_dataset, copy, ignore=shutil.ignore_patterns("_hsh_index"))
+    with pytest.raises(DatasetError, match=f"reg.moved is registered at file:{events_dataset}, not at .*copy; "
+                                           "register that folder under another name, or drop the table first"):
+        _register(hms, "reg.moved", copy)
+    assert hms.get_table("reg", "moved").parameters[PARAM_INDEX_VERSION] == version
+    assert not (copy / "_hsh_index").exists()
+    # the same folder, however it is written, is the same table
+    for spelling in (f"{events_dataset}/", f"file:{events_dataset}", f"{events_dataset}/dt=2024-01-01/.."):
+        assert _register(hms, "reg.moved", Path(spelling))["create_table"] is False
 
 
 def test_dry_run_changes_nothing(metastore_uri: str, hms, events_dataset: Path) -> None:
