@@ -25,7 +25,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage_handler.stats.footers.convert import INT64_MAX, INT64_MIN, Source, convert_bound
+from storage_handler.stats.footers.convert import (
+    FIRST_TRUSTED_DAY,
+    FIRST_TRUSTED_US,
+    INT64_MAX,
+    INT64_MIN,
+    Source,
+    convert_bound,
+)
 from storage_handler.stats.footers.raw import (
     ERROR,
     HAS_MIN_MAX,
@@ -173,7 +180,10 @@ def _integers(raw: pa.LargeBinaryArray, source: Source, hive_type: HiveType, upp
 
 def _dates(raw: pa.LargeBinaryArray, source: Source, hive_type: HiveType, upper: bool) -> pa.Array | None:
     values = _ints(raw, source)
-    return None if values is None else pa.array(values.astype(np.int32), pa.int32()).cast(pa.date32())
+    if values is None:
+        return None
+    days = values.astype(np.int32)
+    return pa.array(days, pa.int32(), mask=days < FIRST_TRUSTED_DAY).cast(pa.date32())
 
 
 _PER_US = {"MILLIS": 1000, "MICROS": 1}
@@ -190,6 +200,7 @@ def _timestamps(raw: pa.LargeBinaryArray, source: Source, hive_type: HiveType, u
         factor = _PER_US[source.unit]
         ok = (values >= -(INT64_MIN // -factor)) & (values <= INT64_MAX // factor)
         micros = np.where(ok, values, 0) * factor
+    ok &= micros >= FIRST_TRUSTED_US
     return pa.array(micros, pa.int64(), mask=~ok).cast(pa.timestamp("us"))
 
 

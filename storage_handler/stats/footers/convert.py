@@ -23,6 +23,11 @@ The rules:
 * Dates: INT32 days. Timestamps: INT64 in ms, µs or ns, with or without ``isAdjustedToUTC``, stored as the raw value
   converted to µs, i.e. zone-less UTC wall time (``storage_handler.types`` reads zoned columns the same way); ns are
   floored for the min and ceiled for the max. INT96 is never trusted (its sort order is undefined in the format).
+  A date before 1582-10-15 or a timestamp before 1900-01-02 is unknown: Spark rebases such values from the hybrid
+  Julian calendar when the file asks for it (legacy writers, Spark 2) or the session does
+  (``datetimeRebaseModeInRead=LEGACY``), shifting them by days, so a bound in the file's own numbers may not hold
+  for the values Spark reads (1900-01-01Z is Spark's own limit for timestamps; a day more covers files written in
+  local time).
 * Booleans: as is. Binary and anything else: not bounded.
 
 Bounds are returned as Arrow-ready Python scalars of the index's column type: ``int`` (integers; dates as days since
@@ -42,6 +47,9 @@ from typing import Any
 from storage_handler.types import HiveType
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: the first date and timestamp (µs) a bound may be (see the module docstring): 1582-10-15, 1900-01-02 00:00
+FIRST_TRUSTED_DAY = -141427
+FIRST_TRUSTED_US = -2208902400 * 1_000_000
 _MULTIPLY_TO_US = {"MILLIS": 1000, "MICROS": 1}
 _JSON_UNITS = {"milliseconds": "MILLIS", "microseconds": "MICROS", "nanoseconds": "NANOS"}
 _CONVERTED_INTS = {
@@ -148,7 +156,7 @@ def convert_bound(raw: Any, source: Source, target: HiveType, upper: bool) -> An
     if kind == "bool":
         return bool(raw) if name == "boolean" else None
     if kind == "date":
-        return int(raw) if name == "date" else None
+        return int(raw) if name == "date" and int(raw) >= FIRST_TRUSTED_DAY else None
     if kind == "timestamp":
         return _timestamp_us(int(raw), source.unit, upper) if name == "timestamp" else None
     return None  # int96, binary to non-string, unknown
@@ -251,4 +259,4 @@ def _timestamp_us(value: int, unit: str, upper: bool) -> int | None:
         result = -((-value) // 1000) if upper else value // 1000  # ceil the max, floor the min
     else:
         result = value * _MULTIPLY_TO_US[unit]
-    return result if INT64_MIN <= result <= INT64_MAX else None
+    return result if FIRST_TRUSTED_US <= result <= INT64_MAX else None

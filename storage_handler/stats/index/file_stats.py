@@ -53,6 +53,7 @@ from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType, hive_to_arrow
 
 TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
+BOUND_RULES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,9 @@ class StatsOptions:
 
     scan_float_columns: bool = False
     membership: MembershipSpec = MembershipSpec()
+    #: the footer rules' version (``convert.py``): an index built under older rules, which trusted what these do
+    #: not, is rebuilt whole at its next refresh. 2: dates before 1582-10-15 and timestamps before 1900 unknown.
+    rules: int = BOUND_RULES
 
     @classmethod
     def for_table(cls, parameters: Mapping[str, str]) -> StatsOptions:
@@ -89,15 +93,17 @@ class StatsOptions:
         return replace(self, membership=MembershipSpec())
 
     def to_json(self) -> str:
-        return json.dumps({"scan_float_columns": self.scan_float_columns}, sort_keys=True)
+        return json.dumps({"scan_float_columns": self.scan_float_columns, "rules": self.rules}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes | None) -> StatsOptions:
         """The options recorded in an index (an index without them was built with the defaults)."""
         if not text:
-            return cls()
+            return cls(rules=1)
         try:
-            return cls(scan_float_columns=bool(json.loads(text).get("scan_float_columns", False)))
+            recorded = json.loads(text)
+            return cls(scan_float_columns=bool(recorded.get("scan_float_columns", False)),
+                       rules=int(recorded.get("rules", 1)))
         except (ValueError, AttributeError) as exc:
             raise StatsIndexError(f"index metadata hsh.index.options is corrupt ({exc}); rebuild the index") from exc
 

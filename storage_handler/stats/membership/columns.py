@@ -13,7 +13,8 @@ its footer (``footer.read_file_stats``):
 
 Where the table's reading of a value is not one exact value, every candidate goes into the filter and no list is
 kept: nanosecond timestamps (floor and ceiling microsecond), decimals written at a larger scale than the table's
-(rounded down and up). INT96 timestamps and values that do not fit the table's type get nothing (keep). Any
+(rounded down and up). INT96 timestamps, values that do not fit the table's type, and dates and timestamps older
+than the footer bounds trust (``convert.FIRST_TRUSTED_DAY`` / ``_US``: Spark may rebase them) get nothing (keep). Any
 failure only costs that column its filter in that file.
 
 In the index (``index.py``), ``bloom_filters`` is a struct of one ``binary`` field per bloom column and
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage_handler.stats.columns import BLOOM_FILTERS, VALUE_LISTS
-from storage_handler.stats.footers.convert import Source, classify
+from storage_handler.stats.footers.convert import FIRST_TRUSTED_DAY, FIRST_TRUSTED_US, Source, classify
 from storage_handler.stats.membership import bloom
 from storage_handler.stats.membership.parquet_bloom import footer_filter
 from storage_handler.stats.membership.spec import MembershipSpec
@@ -139,14 +140,25 @@ def to_table_values(raw: pa.ChunkedArray | pa.Array, source: Source,
         if hive_type.is_integer and kind == "int":
             return [arr.cast(target)], True  # safe cast: a value outside the type raises (no filter)
         if name == "date" and kind == "date":
-            return [arr.cast(target)], True
+            days = arr.cast(target)
+            return ([days], True) if _from(days.view(pa.int32()), FIRST_TRUSTED_DAY) else (None, False)
         if name == "timestamp" and kind == "timestamp":
-            return _timestamps(arr, source.unit)
+            readings, exact = _timestamps(arr, source.unit)
+            if readings is not None and not all(_from(r.view(pa.int64()), FIRST_TRUSTED_US) for r in readings):
+                return None, False
+            return readings, exact
         if name == "decimal" and kind == "decimal":
             return _decimals(arr, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None, False
     return None, False  # int96 and anything the table would not read as this type
+
+
+def _from(values: pa.Array, first: int) -> bool:
+    """Whether no value is before ``first``: an older date or timestamp may read as another value in Spark (see
+    :mod:`storage_handler.stats.footers.convert`), so its column gets no filter in that file."""
+    least = pc.min(values).as_py()
+    return least is None or least >= first
 
 
 def _timestamps(arr: pa.Array, unit: str) -> tuple[list[pa.Array] | None, bool]:

@@ -27,7 +27,7 @@ import struct
 from typing import Any
 
 from storage_handler.stats.footers import thrift_compact as tc
-from storage_handler.stats.footers.convert import Source
+from storage_handler.stats.footers.convert import FIRST_TRUSTED_DAY, FIRST_TRUSTED_US, Source
 from storage_handler.stats.membership.bloom import (
     INT32_TYPES,
     MIN_BYTES,
@@ -114,6 +114,7 @@ def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type
     column = metadata.schema.column(leaf)
     if not encoding_matches(source, getattr(column, "length", None), hive_type):
         return None
+    first = {"date": FIRST_TRUSTED_DAY, "timestamp": FIRST_TRUSTED_US}.get(hive_type.name)
     places: list[tuple[int, int | None]] = []
     values_bound = 0
     for r in range(metadata.num_row_groups):
@@ -124,6 +125,8 @@ def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type
         non_null = rows - nulls if nulls is not None else rows
         if rows == 0 or non_null <= 0:
             continue
+        if first is not None and (stats is None or not stats.has_min_max or stats.min_raw < first):
+            return None  # values Spark may rebase (convert.FIRST_TRUSTED_DAY), or none known: read them
         offset = getattr(chunk, "bloom_filter_offset", None)
         if offset is None:
             return None

@@ -184,9 +184,24 @@ def test_booleans(tmp_path):
 
 # ---------------------------------------------------------------- dates and timestamps
 def test_dates_before_1970_and_far_future(tmp_path):
-    days = [-719162, -1, 2932896]  # 0001-01-01, 1969-12-31, 9999-12-31
+    days = [-141427, -1, 2932896]  # 1582-10-15, 1969-12-31, 9999-12-31
     path = write(tmp_path, "f.parquet", pa.table({"d": pa.array(days + [None], pa.date32())}))
-    assert col(path, "d date") == ColumnStats(-719162, 2932896, 1)
+    assert col(path, "d date") == ColumnStats(-141427, 2932896, 1)
+
+
+@pytest.mark.parametrize(("values", "arrow_type", "hive_type"), [
+    ([dt.date(1000, 1, 1), dt.date(2020, 1, 1)], pa.date32(), "date"),
+    ([dt.date(1582, 10, 14), dt.date(1582, 10, 14)], pa.date32(), "date"),
+    ([dt.datetime(1899, 12, 31, 23), dt.datetime(2020, 1, 1)], pa.timestamp("us"), "timestamp"),
+    ([dt.datetime(1000, 1, 1), dt.datetime(1200, 1, 1)], pa.timestamp("ms", tz="UTC"), "timestamp"),
+])
+def test_a_bound_spark_may_rebase_is_unknown(tmp_path, values, arrow_type, hive_type):
+    """Before 1582-10-15 (dates) or 1900 (timestamps) Spark may read a value days away from the stored one (legacy
+    writers, datetimeRebaseModeInRead=LEGACY): such a bound is unknown; a later one in the same file still holds."""
+    path = write(tmp_path, "f.parquet", pa.table({"v": pa.array(values, arrow_type)}))
+    stats = col(path, f"v {hive_type}")
+    assert stats.min is None and stats.null_count == 0
+    assert (stats.max is None) == (values[1].year < 1900)
 
 
 @pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])

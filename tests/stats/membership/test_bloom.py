@@ -214,3 +214,27 @@ def test_a_file_without_footer_filters_gives_none(tmp_path: Path) -> None:
 @pytest.mark.parametrize("raw", [b"", b"\x00", b"\x15\x00", b"\xff" * 20, b"\x15\x02\x00"])
 def test_malformed_headers_are_no_filter(raw: bytes) -> None:
     assert parse_header(raw) is None
+
+
+@needs_bloom_writer
+@pytest.mark.parametrize(("values", "arrow_type", "hive"), [
+    ([dt.date(1000, 1, 1), dt.date(2020, 1, 1)], pa.date32(), "date"),
+    ([dt.datetime(1899, 6, 1), dt.datetime(2020, 1, 1)], pa.timestamp("us"), "timestamp"),
+])
+def test_dates_spark_may_rebase_get_no_filter(values: list, arrow_type: pa.DataType, hive: str,
+                                              tmp_path: Path) -> None:
+    """Spark may read a date before 1582-10-15 or a timestamp before 1900 days away from the stored value (legacy
+    writers, datetimeRebaseModeInRead=LEGACY): a filter of the stored values could rule out the value Spark reads.
+    Neither the footer's filter nor one built from the values is kept; the same file from 1900 on gets both."""
+    from storage_handler.stats.membership.columns import to_table_values
+
+    t = parse_hive_type(hive)
+    for data, usable in ((values, False), (values[1:], True)):
+        path = tmp_path / f"f{usable}.parquet"
+        pq.write_table(pa.table({"c": pa.array(data, arrow_type)}), path,
+                       bloom_filter_options={"c": {"ndv": 10, "fpp": 0.01}})
+        md = pq.ParquetFile(path).metadata
+        source = classify(md.schema.column(0))
+        assert (footer_filter(str(path), md, 0, source, t, 0.01) is not None) is usable
+        readings, _ = to_table_values(pq.read_table(path).column(0), source, t)
+        assert (readings is not None) is usable
