@@ -195,3 +195,27 @@ def test_diff_compares_partition_values_and_version_tags(tmp_path):
                               pa.array(["boom", None], pa.string()))
     diff, kept = diff_files(failed, files)
     assert diff.retried == ("p=1/a.parquet",) and kept == [1]
+
+
+@pytest.mark.parametrize("membership", [False, True])
+def test_an_index_built_under_older_footer_rules_is_rebuilt_whole(tmp_path, membership):
+    """An index recorded without the rules' version trusted bounds the current rules do not (convert.py): its
+    next refresh reads every footer again, whatever else it records (bloom filters included)."""
+    import json
+
+    from storage_handler.stats.index.file_stats import StatsOptions
+    from storage_handler.stats.index.layout import OPTIONS_KEY, options_of
+    from storage_handler.stats.membership.spec import MembershipSpec
+
+    loc = str(tmp_path)
+    write(loc, "a.parquet", pa.table({"x": [1], "y": ["q"]}))
+    options = StatsOptions(membership=MembershipSpec(bloom_columns=("x",))) if membership else StatsOptions()
+    first = build_index(loc, COLUMNS, list_data_files(loc), options=options)
+    meta = dict(first.schema.metadata)
+    assert json.loads(meta[OPTIONS_KEY])["rules"] == StatsOptions().rules
+    meta[OPTIONS_KEY] = json.dumps({"scan_float_columns": False}).encode()  # as written before the version
+    old = first.replace_schema_metadata(meta)
+    assert options_of(old.schema).rules == 1
+    table, diff = refresh_index(loc, COLUMNS, list_data_files(loc), old, options=options)
+    assert diff.full_rebuild and options_of(table.schema).rules == StatsOptions().rules
+    assert not refresh_index(loc, COLUMNS, list_data_files(loc), table, options=options)[1].full_rebuild

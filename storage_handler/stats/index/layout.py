@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -117,7 +118,7 @@ def options_of(schema: pa.Schema) -> StatsOptions:
     meta = schema.metadata or {}
     options = StatsOptions.from_json(meta.get(OPTIONS_KEY))
     membership = MembershipSpec.from_json(meta.get(MEMBERSHIP_KEY))
-    return options if membership.is_empty else StatsOptions(options.scan_float_columns, membership)
+    return options if membership.is_empty else replace(options, membership=membership)
 
 
 def stats_table(
