@@ -34,7 +34,7 @@ from storage_handler import job_conf as keys
 from storage_handler.catalog import PartitionSource
 from storage_handler.catalog.metastore_source import METASTORE_URIS
 from storage_handler.decode.hiveql import parse_filter
-from storage_handler.decode.to_sarg import DecomposedPredicate, decompose
+from storage_handler.decode.to_sarg import DecomposedPredicate, decompose, is_whole
 from storage_handler.expr import serde as expr_serde
 from storage_handler.expr.nodes import Expr
 from storage_handler.expr.render import to_hiveql
@@ -81,7 +81,9 @@ class StorageHandler:
         """Write the table description and the pushed filter; stale filter keys are removed (idempotent).
 
         ``complete``: the caller knows ``pushed`` stands for the read's whole filter (nothing was left out before
-        it reached the handler), which lets ``list_status`` call files fully matched.
+        it reached the handler; ``pushed`` None: the read has no filter). ``list_status`` then calls files fully
+        matched -- if the SearchArgument also holds all of ``pushed`` (:func:`~storage_handler.decode.to_sarg.
+        is_whole`), checked here, the one place the flag is written.
         """
         job_properties.update(keys.table_properties(
             table_desc.name, table_desc.location, table_desc.columns, table_desc.partition_keys
@@ -94,7 +96,7 @@ class StorageHandler:
             job_properties[keys.INDEX_VERSION] = version
         for key in keys.FILTER_KEYS:
             job_properties.pop(key, None)
-        if complete:
+        if complete and (pushed is None or is_whole(pushed)):
             job_properties[keys.FILTER_COMPLETE] = "true"
         if pushed is None:
             return
@@ -143,6 +145,7 @@ def list_status_for(table_desc: TableDesc, where: str | None = None, partitions:
     handler = StorageHandler()
     pushed = handler.decompose_where(table_desc, where) if where else None
     props: dict[str, str] = {}
-    # HiveQL text becomes one SearchArgument of the whole condition (unconvertible parts as YES_NO_NULL)
-    handler.configure_input_job_properties(table_desc, props, pushed, complete=True)
+    # HiveQL text becomes one SearchArgument of the whole condition (unconvertible parts as YES_NO_NULL): it is
+    # all of the filter, unless nothing of it could be pushed (then no file is known fully matched)
+    handler.configure_input_job_properties(table_desc, props, pushed, complete=not where or pushed is not None)
     return handler.get_input_format_class()().list_status(props, partitions), props

@@ -83,3 +83,24 @@ def test_decompose_returns_hives_triple_with_the_whole_residual() -> None:
 @pytest.mark.parametrize("where", ["upper(b) = 'X'", "a = b"])
 def test_nothing_pushable_gives_none(where: str) -> None:
     assert StorageHandler().decompose_where(DESC, where) is None
+
+
+@pytest.mark.parametrize(("where", "whole"), [
+    ("a > 5 and dt = '2024-01-01'", True),
+    ("a > 5 or not (n in (1, 2))", True),
+    ("a > 5 and b like '%y%'", False),  # the LIKE is dropped from the AND: a > 5 alone would be proven
+    ("not (b like 'x%') or a > 5", False),  # YES_NO_NULL swallows the OR
+    ("upper(b) = 'A'", False),  # nothing pushed at all
+    ("m['k'] = 1 and a = 1", False),
+])
+def test_files_are_called_fully_matched_only_when_the_sarg_is_the_whole_filter(where: str, whole: bool) -> None:
+    """``complete`` (the caller passed the whole filter) holds only if every conjunct converted without a
+    YES_NO_NULL: Hive's normalization drops those, and the SearchArgument left is a weaker condition."""
+    h = StorageHandler()
+    pushed = h.decompose_where(DESC, where)
+    props: dict[str, str] = {}
+    h.configure_input_job_properties(DESC, props, pushed, complete=pushed is not None)
+    assert (props.get(keys.FILTER_COMPLETE) == "true") is whole
+    none: dict[str, str] = {}
+    h.configure_input_job_properties(DESC, none, None, complete=True)  # no filter: every file matches whole
+    assert none[keys.FILTER_COMPLETE] == "true"

@@ -97,6 +97,21 @@ def to_search_argument(expr: Expr | None) -> Decoded:
     return Decoded(builder.build(), and_(*pushed) if pushed else None, expr, tuple(unpushed))
 
 
+def is_whole(predicate: DecomposedPredicate) -> bool:
+    """Whether the SearchArgument stands for the whole predicate: every conjunct converted with no ``YES_NO_NULL``.
+
+    Only then may a file where the SearchArgument is ``YES`` be called fully matched. A ``YES_NO_NULL`` part is
+    dropped from an AND and swallows an OR or a NOT around it (Hive's normalization), so the SearchArgument left
+    is a weaker condition than the predicate: ``i > 0 AND s LIKE '%y%'`` prunes as ``i > 0``, which may be YES
+    for every row of a file where the predicate is not. Pruning stays sound (a weaker condition keeps more).
+    """
+    if predicate.residual_predicate is None:
+        return True
+    if predicate.pushed_predicate is None:
+        return False
+    return conjuncts(predicate.pushed_predicate) == conjuncts(predicate.residual_predicate)
+
+
 def decompose(expr: Expr) -> DecomposedPredicate:
     """Split ``expr`` like Hive's ``decomposePredicate``: (pushed predicate, SearchArgument, residual predicate).
 

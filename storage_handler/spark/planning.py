@@ -46,9 +46,10 @@ def configure(identity: TableIdentity, filters: Sequence[Filter], *, complete: b
         decoded = decode_spark_filters(filters, identity.schema)
         pushed = handler.decompose_predicate(None, None, decoded.decoded.residual)
         converted = decoded.converted
-        # a filter with no expression here is not in the SearchArgument (one that is in it, even partly as
-        # YES_NO_NULL, keeps the tree sound for a proof of YES)
-        complete = complete and not decoded.unexpressed
+        # a filter with no expression here is not in the SearchArgument, and one converted with a YES_NO_NULL
+        # part is in it only weakened (see decode.to_sarg.is_whole): either way no file is known fully matched.
+        # (Nothing pushed at all -- every filter unconvertible -- is the second case: pushed is then None.)
+        complete = complete and not decoded.unexpressed and not decoded.decoded.unpushed
     desc = TableDesc(identity.table, identity.location, identity.columns, identity.partition_keys,
                      parameters=dict(identity.storage), metastore_uri=identity.metastore_uri)
     props: dict[str, str] = {}

@@ -71,6 +71,8 @@ FILTERS = st.sampled_from([
     "NOT (i > {n})", "big > {n}0000000000", "i IN ({n}, {m})", "upper(s) = 'A'", "f > 1.0", "p = {p} AND i >= {n}",
     # partition-only conjuncts no data-source filter expresses: evaluated on each partition's values
     "cast(p AS STRING) = '{p}'", "p % 2 = 0 AND i >= {n}", "NOT ((p + 1) * 10 > {n}) OR i < {m}",
+    # filters pushed to the handler that the SearchArgument holds only in part (YES_NO_NULL)
+    "s LIKE '%b'", "i >= {n} AND s LIKE '%x%'", "NOT (s LIKE 'b%')", "contains(s, 'c') OR i < {n}",
 ])
 COUNTER = iter(range(1 << 30))
 

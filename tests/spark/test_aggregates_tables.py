@@ -258,3 +258,89 @@ def test_hiveserver2_clients_get_it(hiveserver2, dated) -> None:  # noqa: ANN001
         assert results[0] == results[1]
         cursor.execute(f"EXPLAIN SELECT count(*) FROM {handled} WHERE d > DATE '2024-01-02'")
         assert files_from_index(str(cursor.fetchall())) is not None
+
+
+@pytest.mark.parametrize("driver", [True, False])
+def test_a_filter_the_index_holds_only_in_part_proves_no_file(spark, catalog, tmp_path, driver: bool) -> None:  # noqa: ANN001
+    """``LIKE '%y%'``, ``contains``, ``NOT LIKE`` and binary comparisons reach the handler as filters but become
+    YES_NO_NULL in the SearchArgument, which Hive's normalization drops from an AND (or lets swallow an OR / NOT):
+    what is left proves a weaker condition, so no file may count as fully matched. (Found by review: these
+    counted every row.)"""
+    root = tmp_path / "t"
+    root.mkdir()
+    for k in range(3):
+        pq.write_table(pa.table({"i": pa.array([10 + k, 11 + k, 12 + k], pa.int64()),
+                                 "s": pa.array(["a", "b", "xyz"]), "bin": pa.array([b"a", None, b"c"])}),
+                       root / f"part-{k}.parquet")
+    handled, plain = register_pair(catalog, root)
+    spark.conf.set(DRIVER_BYTES, str(4 << 20) if driver else "0")
+    for sql in ("SELECT count(*) FROM {t} WHERE s LIKE '%y%'",
+                "SELECT count(*), max(i) FROM {t} WHERE i > 0 AND s LIKE '%z'",
+                "SELECT count(*) FROM {t} WHERE i > 0 AND NOT (s LIKE '%y%')",
+                "SELECT count(*), min(i) FROM {t} WHERE contains(s, 'y') OR i > 100",
+                "SELECT count(*) FROM {t} WHERE NOT (s LIKE 'x%')",
+                "SELECT count(*) FROM {t} WHERE bin IS NOT NULL",
+                "SELECT count(*) FROM {t} WHERE i > 0 AND bin = X'61'"):
+        answered_steps(spark)
+        ours = canonical(spark.sql(sql.format(t=handled)).collect())
+        assert ours == canonical(spark.sql(sql.format(t=plain)).collect()), sql
+        assert all(e["answered"] == 0 for e in rewrites(spark)), sql
+
+
+def test_case_sensitive_sessions_count_rows_only(spark, catalog, tmp_path) -> None:  # noqa: ANN001
+    """With ``spark.sql.caseSensitive`` Spark reads the file's ``I`` as a missing column ``i`` (all null), while
+    the index matched it ignoring case: only ``count(*)`` may come from the index then."""
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"I": pa.array([1, 2, None], pa.int64())}), root / "part-0.parquet")
+    handled, plain = register_pair(catalog, root)
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        for sql, answered in (("SELECT count(i), max(i), count(*) FROM {t}", []), ("SELECT count(*) FROM {t}", [1])):
+            answered_steps(spark)
+            ours = canonical(spark.sql(sql.format(t=handled)).collect())
+            assert ours == canonical(spark.sql(sql.format(t=plain)).collect()), sql
+            assert [e["answered"] for e in rewrites(spark)] == answered, sql
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+
+
+def test_grouping_by_a_double_partition_column_is_left_to_spark(spark, catalog, tmp_path) -> None:  # noqa: ANN001
+    """Spark's aggregation makes ``-0.0`` and ``0.0`` one group; the index's answer would keep two."""
+    root = tmp_path / "t"
+    for v in ("0.0", "-0.0", "1.5"):
+        (root / f"pd={v}").mkdir(parents=True)
+        pq.write_table(pa.table({"i": pa.array([1, 2], pa.int64())}), root / f"pd={v}" / "part-0.parquet")
+    handled, plain = register_pair(catalog, root)
+    for name in (handled, plain):
+        db, table = name.split(".")
+        t = catalog.get_table(db, table)
+        t.partitionKeys[0].type = "double"
+        catalog.alter_table(t)
+        spark.catalog.refreshTable(name)
+    sql = "SELECT pd, count(*), max(i) FROM {t} GROUP BY pd"
+    answered_steps(spark)
+    ours = canonical(spark.sql(sql.format(t=handled)).collect())
+    assert ours == canonical(spark.sql(sql.format(t=plain)).collect()) and len(ours) == 2
+    assert rewrites(spark) == []
+
+
+def test_dates_spark_rebases_are_read_not_answered_or_pruned(spark, catalog, tmp_path) -> None:  # noqa: ANN001
+    """Under ``datetimeRebaseModeInRead=LEGACY`` Spark reads the stored 1000-01-01 as 0999-12-27 (hybrid Julian
+    calendar): the footer's bounds describe other values than Spark's, so they neither answer nor prune."""
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"i": pa.array([1, 2], pa.int64()),
+                             "d": pa.array([dt.date(1000, 1, 1), dt.date(1200, 3, 1)], pa.date32())}),
+                   root / "part-0.parquet")
+    handled, plain = register_pair(catalog, root)
+    spark.conf.set("spark.sql.parquet.datetimeRebaseModeInRead", "LEGACY")
+    try:
+        for sql in ("SELECT min(d), max(d), count(*) FROM {t}",
+                    "SELECT count(*) FROM {t} WHERE d >= DATE '1000-01-01'",
+                    "SELECT i FROM {t} WHERE d < DATE '0999-12-30'"):
+            ours = canonical(spark.sql(sql.format(t=handled)).collect())
+            assert ours == canonical(spark.sql(sql.format(t=plain)).collect()), sql
+        assert canonical(spark.sql(f"SELECT i FROM {handled} WHERE d < DATE '0999-12-30'").collect()) == [(1,)]
+    finally:
+        spark.conf.unset("spark.sql.parquet.datetimeRebaseModeInRead")

@@ -20,6 +20,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.StructField;
 
 /**
@@ -99,6 +101,9 @@ final class AggregateQuery {
           || !scanColumns.contains(((AttributeReference) g).exprId().id())) {
         return null; // grouped by a data column or an expression: every row is needed
       }
+      if (g.dataType() instanceof FloatType || g.dataType() instanceof DoubleType) {
+        return null; // Spark's aggregation makes -0.0 and 0.0 (and every NaN) one group: left to it
+      }
       groups.add((AttributeReference) g);
     }
     List<AggregateSpec> specs = new ArrayList<>();
@@ -109,6 +114,11 @@ final class AggregateQuery {
       specs.add(spec);
     }
     if (specs.isEmpty()) return null;
+    if (session.sessionState().conf().caseSensitiveAnalysis()) {
+      // Spark then reads a Parquet column only under its exact name, while the index matched names ignoring
+      // case (see Prunable): a file's numbers may describe a column Spark reads as NULL. Only count(*) is safe.
+      for (AggregateSpec s : specs) if (s.column != null) return null;
+    }
 
     Set<String> counted = new LinkedHashSet<>();
     Set<String> bounded = new LinkedHashSet<>();
