@@ -24,6 +24,7 @@ from storage_handler.cli.output import (
     published_line,
     say,
     statistics_line,
+    warn,
     warn_statistics,
     warn_unreadable,
 )
@@ -247,6 +248,9 @@ def _sync(args: argparse.Namespace) -> int:
             result["unreadable_files"] = _unreadable_in_index(table.sd.location, table.parameters)
     warn_unreadable(result["unreadable_files"], planned=args.dry_run)
     warn_statistics(result["statistics"])
+    if result["columns_in_no_file"]:
+        warn(f"{name}: no file left has column(s) {', '.join(result['columns_in_no_file'])}; kept in the table, "
+             "they read as NULL")
     if args.json:
         print_json(result)
         return 0

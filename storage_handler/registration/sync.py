@@ -62,6 +62,7 @@ class SyncPlan:
     partitions_to_drop: tuple[str, ...]
     missing_partitions: tuple[str, ...]  # vanished from storage (dropped only with drop_missing)
     parameters_to_remove: tuple[str, ...] = ()  # what earlier versions wrote for Spark (see legacy_parameters)
+    columns_in_no_file: tuple[str, ...] = ()  # kept (they read as NULL): allowed with drop_missing only
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -72,6 +73,7 @@ class SyncPlan:
             "partitions_to_add": [self.dataset.partition_name(v) for v in self.partitions_to_add],
             "partitions_to_drop": list(self.partitions_to_drop),
             "missing_partitions_kept": [p for p in self.missing_partitions if p not in self.partitions_to_drop],
+            "columns_in_no_file": list(self.columns_in_no_file),
         }
 
 
@@ -85,7 +87,7 @@ def plan_sync(
     dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf,
                        options=StatsOptions.for_table(table.parameters), footers=footers, engine=engine,
                        strict=strict, need_schema=False)  # the metastore has the schema: no readable file is fine
-    new_columns = _schema_changes(name, table, dataset)
+    new_columns, orphans = _schema_changes(name, table, dataset, orphans_ok=drop_missing)
     registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
     have = {_name(table, p) for p in registered}
     on_storage = {dataset.partition_name(v): v for v in dataset.partitions}
@@ -95,7 +97,7 @@ def plan_sync(
     missing = tuple(sorted(_name(table, p) for p in registered
                            if not storage_for(p.sd.location, conf).is_dir(p.sd.location)))
     return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing,
-                    tuple(legacy_parameters(table.parameters)))
+                    tuple(legacy_parameters(table.parameters)), orphans)
 
 
 def _name(table: Any, partition: Any) -> str:
@@ -103,7 +105,15 @@ def _name(table: Any, partition: Any) -> str:
     return partition_name_of([k.name for k in table.partitionKeys], partition.values)
 
 
-def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tuple[str, HiveType], ...]:
+def _schema_changes(name: TableName, table: Any, dataset: Dataset, *, orphans_ok: bool
+                    ) -> tuple[tuple[tuple[str, HiveType], ...], tuple[str, ...]]:
+    """The columns to append, and the metastore's columns no readable file has (allowed only with
+    ``orphans_ok``).
+
+    Why a column no file has is refused by default: it is how a renamed or dropped column looks, and the table
+    would read it as NULL from then on. With ``--drop-missing`` the user says files went away on purpose (a
+    partition deleted, perhaps the last one holding a column added later), so the column is kept and reads NULL.
+    """
     keys_have = [(n.lower(), t) for n, t in table_partition_keys(table)]
     keys_found = [(n, str(t)) for n, t in dataset.partition_keys]
     if [n for n, _ in keys_have] != [n for n, _ in keys_found]:
@@ -114,14 +124,20 @@ def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tupl
     have = {n.lower(): parse_hive_type(t) for n, t in table_columns(table)}
     found = {n.lower(): t for n, t in dataset.columns}
     if not found and dataset.unreadable:
-        return ()  # no readable file to compare with (all are recorded as unreadable): the schema stays
+        return (), ()  # no readable file to compare with (all are recorded as unreadable): the schema stays
     readable = len(dataset.files) - len(dataset.unreadable)
+    orphans = []
     for column, old in have.items():
+        if column not in found and orphans_ok:
+            orphans.append(column)
+            continue
         if column not in found:
             raise SchemaError(
                 f"table {name}: column {column!r} ({old}) is in the metastore but in none of the "
                 f"{readable} readable files under {dataset.root} (dropped or renamed?); dropping or renaming "
-                "columns is not supported, restore the column or register a new table"
+                "columns is not supported, restore the column or register a new table. If the files that had "
+                f"it were removed on purpose, `hsh sync {name} --drop-missing` keeps the column (it reads as "
+                "NULL) and drops the partitions that are gone"
             )
         if str(found[column]) != str(old):
             files = _files_with(dataset, column, found[column])
@@ -130,7 +146,7 @@ def _schema_changes(name: TableName, table: Any, dataset: Dataset) -> tuple[tupl
                 f"{', '.join(files[:3])}{' ...' if len(files) > 3 else ''}; type changes are not supported, "
                 "rewrite those files with the table's type"
             )
-    return tuple((n, t) for n, t in dataset.columns if n.lower() not in have)
+    return tuple((n, t) for n, t in dataset.columns if n.lower() not in have), tuple(orphans)
 
 
 def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]:

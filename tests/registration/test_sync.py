@@ -68,6 +68,25 @@ def test_vanished_partitions_are_dropped_only_when_asked(hms, small_table) -> No
     assert load(hms.get_table(tn.database, tn.table).sd.location).table.column("path").to_pylist() == ["d=1/a.parquet"]
 
 
+def test_drop_missing_drops_the_last_partition_holding_a_column_and_keeps_the_column(hms, small_table) -> None:
+    """A column added by one partition's files, then that partition deleted: plain sync refuses (it looks like a
+    rename) and says how to go on; with --drop-missing the partition goes and the column stays, reading NULL."""
+    name, root = small_table
+    tn = parse_table_name(name)
+    _write(root, "d=3", "a.parquet", pa.table({"x": pa.array([3], pa.int64()), "s": ["w"], "region": ["eu"]}))
+    apply_sync(hms, plan_sync(hms, tn))
+    shutil.rmtree(root / "d=3")
+    with pytest.raises(SchemaError, match=f"'region'.*`hsh sync {name} --drop-missing` keeps the column"):
+        plan_sync(hms, tn)
+    plan = plan_sync(hms, tn, drop_missing=True)
+    assert plan.columns_in_no_file == ("region",) and plan.partitions_to_drop == ("d=3",)
+    result = apply_sync(hms, plan)
+    assert result["columns_in_no_file"] == ["region"] and result["partitions_dropped"] == 1
+    table = hms.get_table(tn.database, tn.table)
+    assert [c.name for c in table.sd.cols] == ["x", "s", "region"]
+    assert sorted(hms.get_partition_names(tn.database, tn.table)) == ["d=1", "d=2"]
+
+
 @pytest.mark.parametrize(
     ("change", "needles"),
     [
