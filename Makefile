@@ -19,7 +19,7 @@ COMPAT_STAMPS   := $(foreach l,$(COMPAT_LINES),$(VENVS)/pyspark-$(l)/.hsh-instal
 COMPAT_TESTS     := tests/compat
 COMPAT_TESTS_3.5 := tests/compat tests/stats tests/pruning tests/storage tests/catalog tests/test_no_false_negatives_e2e.py
 
-.PHONY: demo test test-lines test-fast compat lint check-java clean test-docker
+.PHONY: demo test test-lines test-fast test-deep compat lint check-java clean test-docker
 
 demo: check-java $(STAMP)
 	$(BIN)/hsh demo
@@ -51,6 +51,11 @@ test-lines: compat
 # timeouts (`slow`), fewer property-test examples.
 test-fast: $(STAMP)
 	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -q -m "not jvm and not slow and not docker" $(PYTEST_ARGS)
+
+# A hunt for rare inputs, by hand (hours, not CI): every property test with ten times its examples, fresh seeds.
+test-deep: check-java $(STAMP)
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q -p no:cacheprovider -m "not docker" \
+	  $$(grep -rl --include='test_*.py' '@given' tests) $(PYTEST_ARGS)
 
 # the lines' environments are independent: installed side by side (downloads dominate)
 compat:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -146,9 +147,14 @@ class MetastoreClient:
         try:
             transport.open()  # a MetastoreAuthError (Kerberos) goes out as it is: not retried, not "unavailable"
         except _TRANSPORT_ERRORS as e:
+            if os.environ.get("HSH_METASTORE_URI", "").strip() == self.uri:  # the user's setting chose it
+                hint = ("it comes from $HSH_METASTORE_URI: point that at a running metastore, or unset it to use "
+                        "the embedded one (`hsh metastore start`)")
+            else:
+                hint = ("start the embedded one with `hsh metastore start`, or pass --metastore / set "
+                        "HSH_METASTORE_URI to a running metastore")
             raise MetastoreUnavailableError(
-                f"cannot reach the Hive Metastore at {self.uri} ({_reason(e)}); start the embedded one with "
-                "`hsh metastore start`, or pass --metastore / set HSH_METASTORE_URI to a running metastore"
+                f"cannot reach the Hive Metastore at {self.uri} ({_reason(e)}); {hint}"
             ) from e
         sock.setTimeout(int(self.socket_timeout * 1000))
         self._ever_connected = True

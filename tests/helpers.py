@@ -42,8 +42,13 @@ def folder_partitions(location: str | Path, keys: Sequence[str]) -> StaticPartit
 
 def examples(n: int) -> int:
     """Hypothesis examples for a property test: ``n``, or a tenth of it (at least 5) under ``make test-fast`` and in
-    the per-line compatibility runs (``HYPOTHESIS_PROFILE=fast``). ``make test`` runs the full counts."""
-    return max(5, n // 10) if os.environ.get("HYPOTHESIS_PROFILE") == "fast" else n
+    the per-line compatibility runs (``HYPOTHESIS_PROFILE=fast``), or ten times it under ``make test-deep``
+    (``HYPOTHESIS_PROFILE=deep``: a hunt for the rare input, run by hand, not in CI). ``make test`` runs the full
+    counts."""
+    profile = os.environ.get("HYPOTHESIS_PROFILE")
+    if profile == "fast":
+        return max(5, n // 10)
+    return n * 10 if profile == "deep" else n
 
 
 @contextmanager

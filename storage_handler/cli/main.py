@@ -32,9 +32,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2)
 
 
+_VERBOSE_HELP = "log at INFO level, and show tracebacks and Spark's output"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hsh", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
+    parser.add_argument("--version", action="version", version=f"hsh {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     services.add_commands(sub)
     tables.add_commands(sub)
@@ -42,13 +46,49 @@ def build_parser() -> argparse.ArgumentParser:
     pruning.add_commands(sub)
     follow.add_commands(sub)
     stats.add_commands(sub)
+    _verbose_everywhere(parser)
     return parser
+
+
+def _verbose_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``-v`` after the command too (``hsh sql -v ...``), as people type it; absent there, the top level's stands."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if not any("-v" in a.option_strings for a in child._actions):
+                    child.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                       help=_VERBOSE_HELP)
+                _verbose_everywhere(child)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hive-storage-handler")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
+class _Lines(logging.Formatter):
+    """Log records as the CLI's other messages (``warning: ...``); with ``-v`` with the logger's name too."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return f"{record.levelname.lower()}: {record.name}: {text}" if self.verbose else \
+            f"{record.levelname.lower()}: {text}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Lines(args.verbose))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     # thrift logs every failed connect attempt at ERROR; our own error message says it better, once.
     logging.getLogger("thrift").setLevel(logging.CRITICAL)
     try:

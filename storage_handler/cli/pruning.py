@@ -123,9 +123,11 @@ def _scan(args: argparse.Namespace) -> int:
     out.print(f"[bold]SearchArgument[/bold] {escape(m.sarg)}", highlight=False)
     pct = 100 * m.bytes_kept / m.bytes_total if m.bytes_total else 100.0
     parts = f"partitions kept {m.partitions_kept}/{m.partitions_total}; " if desc.partition_keys else ""
-    out.print(f"{parts}kept [bold]{m.files_kept}[/bold]/{m.files_total} files listed, {m.bytes_kept}/{m.bytes_total} "
-              f"bytes ({pct:.1f}%); files without stats {m.files_without_stats}; index version {m.index_version}",
-              highlight=False)
+    # the index is not read when the partitions alone decide (no data filter, or nothing left to check)
+    index = "not read" if m.index_version is None else m.index_version
+    out.print(f"{parts}kept [bold]{m.files_kept}[/bold]/{m.files_total} files listed (in the kept partitions), "
+              f"{m.bytes_kept}/{m.bytes_total} bytes ({pct:.1f}%); every row matching in {m.files_matched_fully} of "
+              f"them; files without stats {m.files_without_stats}; index version {index}", highlight=False)
     if m.files_kept_unindexed:
         out.print(f"lag: {m.files_kept_unindexed} kept files ({m.bytes_kept_unindexed} bytes) are not in the index "
                   f"yet (new or changed since it was updated), so they are read whatever they hold; `hsh index "

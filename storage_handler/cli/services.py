@@ -151,5 +151,16 @@ def _run(args: argparse.Namespace) -> int:
         say(f"the embedded {args.service} is not running")
         return 1 if args.action == "status" else 0
     else:
-        print_mapping(data, title=f"{args.service} {args.action}")
+        print_mapping(_for_people(data), title=f"{args.service} {args.action}")
     return 0
+
+
+def _for_people(data: dict[str, Any]) -> dict[str, Any]:
+    """The service's record as a person reads it: the start time as a date, without the process start tick (kept
+    in ``--json``: it tells a reused PID from the service's own)."""
+    import datetime as dt
+
+    shown = {k: v for k, v in data.items() if k != "proc_start"}
+    if isinstance(shown.get("started_at"), (int, float)):
+        shown["started_at"] = dt.datetime.fromtimestamp(shown["started_at"]).astimezone().isoformat(timespec="seconds")
+    return shown

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from storage_handler.cli.common import add_json_option, add_metastore_option, metastore_uri
-from storage_handler.cli.output import narrate, print_json, print_rows
+from storage_handler.cli.output import narrate, print_json, print_rows, say
 from storage_handler.errors import StorageHandlerError
 
 
@@ -60,8 +60,10 @@ def _sql(args: argparse.Namespace) -> int:
             spark.stop()
     if args.json:
         print_json({"columns": columns, "rows": [list(r) for r in rows]})
-    else:
+    elif columns:
         print_rows(columns, rows)
+    else:  # a statement with no result (ALTER, INSERT, CREATE): say it ran, not an empty line
+        say("done")
     return 0
 
 

@@ -94,8 +94,22 @@ def _syntax_error(text: str, error: ParseError) -> FilterError:
     if isinstance(col, int) and highlight:
         col = col - len(highlight) + 1  # sqlglot points at the end of the offending token
     return FilterError(
-        f"syntax error in filter {text!r} at line {line}, column {col} near {highlight!r}: {first.get('description')}"
+        f"syntax error in filter {text!r} at line {line}, column {col} near {highlight!r}: "
+        f"{_plain(str(first.get('description')), highlight)}"
     )
+
+
+_MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+
+
+def _plain(description: str, near: str) -> str:
+    """sqlglot's description in the filter's terms: "Required keyword: 'expression' missing for <class
+    'sqlglot.expressions.core.EQ'>" names a parser class; the user wrote an operator with an operand missing."""
+    m = _MISSING.fullmatch(description.strip())
+    if m is None:
+        return description
+    what = "a value or column after it" if m[1] == "expression" else f"its {m[1]}"
+    return f"{m[2].upper()} ({near!r}) is missing {what}" if near else f"{m[2].upper()} is missing {what}"
 
 
 def _token_error(text: str, error: TokenError) -> FilterError:

@@ -56,7 +56,8 @@ def run_demo(home: Path | None = None) -> int:
 
     metastore = LocalMetastore(home)
     started_metastore = metastore.status() is None
-    say("2/5 starting the embedded Hive Metastore (first start creates its Derby schema)")
+    say("2/5 starting the embedded Hive Metastore (first start creates its Derby schema)" if started_metastore
+        else "2/5 using the embedded Hive Metastore already running (left running at the end)")
     uri = metastore.start(progress=say).uri
     thrift = thrift_server(uri, home)
     started_thrift = thrift.status() is None

@@ -72,6 +72,25 @@ def test_unreachable_metastore_fails_fast_and_clearly(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 60
 
 
+def test_an_unreachable_metastore_from_the_environment_says_so(tmp_path: Path) -> None:
+    """Starting the embedded metastore would not help while $HSH_METASTORE_URI names another: the hint says so."""
+    proc = run_hsh("describe", "x.t", "-v", env={"HSH_METASTORE_URI": "thrift://127.0.0.1:1"})
+    msg = _fails(proc, "thrift://127.0.0.1:1", "it comes from $HSH_METASTORE_URI", "unset it")
+    assert "--metastore / set HSH_METASTORE_URI" not in msg
+    assert run_hsh("describe", "x.t", "--metastore", "thrift://127.0.0.1:1").stderr.count("set HSH_METASTORE_URI") == 1
+
+
+def test_version_and_verbose_anywhere() -> None:
+    from importlib.metadata import version
+
+    proc = run_hsh("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"hsh {version('hive-storage-handler')}"
+    for args in (("-v", "sarg", "--schema", "x int", "--where", "x = 1"),
+                 ("sarg", "-v", "--schema", "x int", "--where", "x = 1")):
+        proc = run_hsh(*args)
+        assert proc.returncode == 0 and "leaf-0 = (EQUALS x 1)" in proc.stdout, (args, proc.stderr)
+
+
 def test_malformed_metastore_uri(tmp_path: Path) -> None:
     _fails(run_hsh("describe", "x.t", "--metastore", "http://nowhere"), "thrift://host:port")
 

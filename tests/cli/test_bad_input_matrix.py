@@ -93,7 +93,7 @@ def cases() -> list[Case]:
         Case("missing_db:describe", ("describe", "nodb.t", "--metastore", "{uri}"), 2, ("does not exist",),
              "absent:nodb.t"),
         Case("bad_filter:scan", ("scan", "mx.ro", "--where", "i = = 1", "--metastore", "{uri}"), 2,
-             ("syntax error",), "mx.ro"),
+             ("syntax error", "is missing a value or column after it"), "mx.ro"),
         Case("bad_filter:explain", ("explain", "mx.ro", "--where", "(i = 1", "--metastore", "{uri}"), 2, (),
              "mx.ro"),
         Case("bad_filter:unknown_column", ("scan", "mx.ro", "--where", "nope = 1", "--metastore", "{uri}"), 2,

@@ -136,6 +136,7 @@ def test_syntax_errors_name_the_position(text, line, col, near):
     assert f"line {line}, column {col}" in message
     assert f"near {near!r}" in message
     assert "syntax error" in message
+    assert "<class" not in message and "Required keyword" not in message  # the parser's words, not the user's
 
 
 def test_unterminated_string_names_the_position():
