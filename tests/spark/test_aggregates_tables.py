@@ -344,3 +344,20 @@ def test_dates_spark_rebases_are_read_not_answered_or_pruned(spark, catalog, tmp
         assert canonical(spark.sql(f"SELECT i FROM {handled} WHERE d < DATE '0999-12-30'").collect()) == [(1,)]
     finally:
         spark.conf.unset("spark.sql.parquet.datetimeRebaseModeInRead")
+
+
+def test_counts_of_nested_columns_are_read(spark, catalog, tmp_path) -> None:  # noqa: ANN001
+    """Complex columns are not in the index (``layout.indexed_columns``): a nested column's own nulls are not what
+    every footer layout counts (a bare repeated field has none of its own), so its count is left to Spark's
+    reader, while count(*) beside it is still answered."""
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"a": pa.array([[1], None, [], [2, None]], pa.list_(pa.int32())),
+                             "st": pa.array([{"x": 1}, None, {"x": None}, {"x": 4}], pa.struct([("x", pa.int32())])),
+                             "i": pa.array([1, 2, 3, 4], pa.int64())}), root / "part-0.parquet")
+    handled, plain = register_pair(catalog, root)
+    for sql, answered in (("SELECT count(a), count(st), count(*) FROM {t}", []), ("SELECT count(*) FROM {t}", [1])):
+        answered_steps(spark)
+        ours = canonical(spark.sql(sql.format(t=handled)).collect())
+        assert ours == canonical(spark.sql(sql.format(t=plain)).collect()), sql
+        assert [e["answered"] for e in rewrites(spark)] == answered, sql
