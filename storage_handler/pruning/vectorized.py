@@ -61,8 +61,8 @@ from storage_handler.sarg import LeafOperator
 Op = LeafOperator
 #: Column types whose index bounds are trustworthy enough to prove a leaf true for *every* row (strict
 #: evaluation). Bounds that are valid for pruning are valid for this too (a proof of YES uses the same
-#: inequalities as a proof of NO); left out are float/double (NaN is no bound) and char/varchar (bounds are cut
-#: to the declared length, while Spark reads the stored values whole).
+#: inequalities as a proof of NO); left out are float/double (NaN is no bound) and char/varchar (Spark reads a
+#: value whole, Hive cut to the declared length: the bounds hold for both, so they are wider than either's).
 STRICT_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "decimal", "string", "boolean", "date",
                           "timestamp"})
 _NO_NULL_VARIANT = (Op.IS_NULL, Op.NULL_SAFE_EQUALS)

@@ -181,3 +181,30 @@ def test_read_table_where_with_subqueries_and_qualified_names(spark, metastore_u
                   "sub.x > 350", "EXISTS (SELECT 1 FROM edges.other o WHERE o.k = sub.p)"):
         expected = spark.table("edges.sub").where(where).count()
         assert read_table(spark, "edges.sub", where).count() == expected, where
+
+
+def test_varchar_values_longer_than_the_column_are_read_whole(spark, catalog, tmp_path: Path) -> None:  # noqa: ANN001
+    """Spark reads a varchar(3) value 'xyzzz' whole (Hive would cut it to 'xyz'): bounds cut to the length pruned
+    the file holding it from ``v = 'xyzzz'`` (found by review)."""
+    from storage_handler.stats import update_index
+    from storage_handler.types import parse_hive_type
+    from tests.spark.aggregate_tables import canonical, register_pair
+
+    root = tmp_path / "vc"
+    root.mkdir()
+    pq.write_table(pa.table({"v": ["xyzzz", "abcdef"], "k": pa.array([1, 2], pa.int64())}), root / "a.parquet")
+    pq.write_table(pa.table({"v": ["b"], "k": pa.array([3], pa.int64())}), root / "b.parquet")
+    handled, plain = register_pair(catalog, root)
+    for name in (handled, plain):
+        db, table = name.split(".")
+        t = catalog.get_table(db, table)
+        next(c for c in t.sd.cols if c.name == "v").type = "varchar(3)"
+        catalog.alter_table(t)
+    update_index(f"file:{root}", [("v", parse_hive_type("varchar(3)")), ("k", parse_hive_type("bigint"))],
+                 partition_columns=[], max_workers=1)
+    for name in (handled, plain):
+        spark.sql(f"REFRESH TABLE {name}")
+    for where in ("v = 'xyzzz'", "v > 'xyz'", "v LIKE 'xyzz%'", "v IN ('abcdef', 'q')", "NOT (v <=> 'abc')"):
+        ours = canonical(spark.sql(f"SELECT v, k FROM {handled} WHERE {where}").collect())
+        assert ours == canonical(spark.sql(f"SELECT v, k FROM {plain} WHERE {where}").collect()), where
+    assert canonical(spark.sql(f"SELECT k FROM {handled} WHERE v = 'xyzzz'").collect()) == [(1,)]

@@ -209,7 +209,7 @@ def _strings(raw: pa.LargeBinaryArray, source: Source, hive_type: HiveType, uppe
         text = raw.cast(pa.large_string())
     except pa.ArrowInvalid:
         return None  # some value is not UTF-8 (a min cut inside a character): the rule, value by value
-    if hive_type.name == "varchar" and hive_type.length is not None:
+    if hive_type.name == "varchar" and hive_type.length is not None and not upper:  # see convert.py's rule
         text = pc.utf8_slice_codeunits(text, 0, hive_type.length)  # cuts characters, as Python's text[:n]
     return text.cast(pa.string())
 

@@ -17,9 +17,10 @@ The rules:
   digits than the table's precision is unknown.
 * Strings: raw bytes decoded as UTF-8 (Python's code-point order equals UTF-8 byte order, Hive's ``Text`` order).
   A min that ends inside a multi-byte character (a writer truncated it at a byte boundary) keeps its valid prefix,
-  still a lower bound; a max that is not valid UTF-8 is unknown. ``varchar(n)`` bounds are cut to ``n`` characters
-  (the reader cuts values the same way and cutting is monotone). ``char(n)`` is not bounded: Hive pads and compares
-  without trailing spaces, which is not monotone in byte order.
+  still a lower bound; a max that is not valid UTF-8 is unknown. A ``varchar(n)`` column's values are read whole by
+  Spark and cut to ``n`` characters by Hive: its min is cut (a cut value is never above the value, and cutting is
+  monotone, so the cut min bounds both readings) and its max is not (the whole max is above both). ``char(n)`` is
+  not bounded: Hive pads and compares without trailing spaces, which is not monotone in byte order.
 * Dates: INT32 days. Timestamps: INT64 in ms, µs or ns, with or without ``isAdjustedToUTC``, stored as the raw value
   converted to µs, i.e. zone-less UTC wall time (``storage_handler.types`` reads zoned columns the same way); ns are
   floored for the min and ceiled for the max. INT96 is never trusted (its sort order is undefined in the format).
@@ -150,7 +151,7 @@ def convert_bound(raw: Any, source: Source, target: HiveType, upper: bool) -> An
         if name not in ("string", "varchar") or not isinstance(raw, bytes):
             return None
         text = _utf8_bound(raw, upper)
-        if text is not None and name == "varchar" and target.length is not None:
+        if text is not None and name == "varchar" and target.length is not None and not upper:
             text = text[: target.length]
         return text
     if kind == "bool":

@@ -53,7 +53,7 @@ from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType, hive_to_arrow
 
 TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
-BOUND_RULES = 2
+BOUND_RULES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,8 @@ class StatsOptions:
     scan_float_columns: bool = False
     membership: MembershipSpec = MembershipSpec()
     #: the footer rules' version (``convert.py``): an index built under older rules, which trusted what these do
-    #: not, is rebuilt whole at its next refresh. 2: dates before 1582-10-15 and timestamps before 1900 unknown.
+    #: not, is rebuilt whole at its next refresh. 2: dates before 1582-10-15 and timestamps before 1900 unknown;
+    #: 3: a varchar(n) max is the whole value (Spark does not cut it).
     rules: int = BOUND_RULES
 
     @classmethod

@@ -13,7 +13,7 @@ its footer (``footer.read_file_stats``):
 
 Where the table's reading of a value is not one exact value, every candidate goes into the filter and no list is
 kept: nanosecond timestamps (floor and ceiling microsecond), decimals written at a larger scale than the table's
-(rounded down and up). INT96 timestamps, values that do not fit the table's type, and dates and timestamps older
+(rounded down and up), strings longer than a ``varchar(n)`` column (Spark reads them whole, Hive cut). INT96 timestamps, values that do not fit the table's type, and dates and timestamps older
 than the footer bounds trust (``convert.FIRST_TRUSTED_DAY`` / ``_US``: Spark may rebase them) get nothing (keep). Any
 failure only costs that column its filter in that file.
 
@@ -135,7 +135,10 @@ def to_table_values(raw: pa.ChunkedArray | pa.Array, source: Source,
         if name in ("string", "varchar") and kind == "string":
             arr = arr.cast(pa.string())
             if name == "varchar" and hive_type.length is not None:
-                arr = pc.utf8_slice_codeunits(arr, 0, hive_type.length)  # the reader cuts values the same way
+                # Spark reads the value whole, Hive cut to the length: a value longer than that has two readings
+                cut = pc.utf8_slice_codeunits(arr, 0, hive_type.length)
+                if not cut.equals(arr):
+                    return [arr, cut], False
             return [arr], True
         if hive_type.is_integer and kind == "int":
             return [arr.cast(target)], True  # safe cast: a value outside the type raises (no filter)

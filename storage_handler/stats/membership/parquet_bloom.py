@@ -107,6 +107,20 @@ def read_filter(handle: Any, offset: int, length: int | None) -> bytes | None:
     return body if len(body) == num_bytes else None
 
 
+def _readable_range(hive_type: HiveType) -> tuple[int | None, int | None]:
+    """The stored values (INT32 / INT64) Spark reads as themselves for ``hive_type``; a writer's filter hashed the
+    stored values, so a row group with any other may not be described by it. Dates before 1582-10-15 and
+    timestamps before 1900 may be rebased (``convert.FIRST_TRUSTED_DAY``); an INT32 outside ``tinyint`` or
+    ``smallint`` wraps (Spark reads 300 as the tinyint 44)."""
+    if hive_type.name == "date":
+        return FIRST_TRUSTED_DAY, None
+    if hive_type.name == "timestamp":
+        return FIRST_TRUSTED_US, None
+    if hive_type.name in ("tinyint", "smallint"):
+        return hive_type.integer_range
+    return None, None
+
+
 def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type: HiveType,
                   fpp: float) -> bytes | None:
     """The index's filter for one column of one file, from the file's own row-group filters; None when they
@@ -114,7 +128,7 @@ def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type
     column = metadata.schema.column(leaf)
     if not encoding_matches(source, getattr(column, "length", None), hive_type):
         return None
-    first = {"date": FIRST_TRUSTED_DAY, "timestamp": FIRST_TRUSTED_US}.get(hive_type.name)
+    lo, hi = _readable_range(hive_type)
     places: list[tuple[int, int | None]] = []
     values_bound = 0
     for r in range(metadata.num_row_groups):
@@ -125,8 +139,10 @@ def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type
         non_null = rows - nulls if nulls is not None else rows
         if rows == 0 or non_null <= 0:
             continue
-        if first is not None and (stats is None or not stats.has_min_max or stats.min_raw < first):
-            return None  # values Spark may rebase (convert.FIRST_TRUSTED_DAY), or none known: read them
+        if (lo is not None or hi is not None) and (
+                stats is None or not stats.has_min_max or (lo is not None and stats.min_raw < lo)
+                or (hi is not None and stats.max_raw > hi)):
+            return None  # values Spark reads as others (see _readable_range), or none known: read them
         offset = getattr(chunk, "bloom_filter_offset", None)
         if offset is None:
             return None

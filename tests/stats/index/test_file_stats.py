@@ -156,9 +156,11 @@ def test_long_strings_dropped_by_the_writer_give_no_bounds(tmp_path):
     assert col(path, "s string") == ColumnStats(None, None, 0)
 
 
-def test_varchar_bounds_are_cut_and_char_is_not_bounded(tmp_path):
+def test_varchar_min_is_cut_max_is_whole_and_char_is_not_bounded(tmp_path):
+    """Spark reads a varchar(n) value whole, Hive cut to n characters: the cut min and the whole max bound both
+    readings (a max cut to 'éè' would prune a file holding 'éèêë' from Spark's s = 'éèêë')."""
     path = write(tmp_path, "f.parquet", pa.table({"s": ["abcdef", "abx", "éèêë"]}))
-    assert col(path, "s varchar(2)") == ColumnStats("ab", "éè", 0)
+    assert col(path, "s varchar(2)") == ColumnStats("ab", "éèêë", 0)
     assert col(path, "s char(10)") == ColumnStats(None, None, 0)
 
 

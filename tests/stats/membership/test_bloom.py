@@ -217,6 +217,21 @@ def test_malformed_headers_are_no_filter(raw: bytes) -> None:
 
 
 @needs_bloom_writer
+@pytest.mark.parametrize(("hive", "small"), [("tinyint", True), ("tinyint", False), ("smallint", False)])
+def test_footer_filters_of_int32_values_a_narrow_column_wraps_are_not_used(hive: str, small: bool,
+                                                                          tmp_path: Path) -> None:
+    """Spark reads the INT32 300 in a tinyint column as 44 (and 70000 in a smallint as 4464): the writer's filter
+    hashed 300, so it could rule out the 44 Spark returns. Used only when every value is in the column's range."""
+    path = tmp_path / "f.parquet"
+    values = [1, 5] if small else [5, {"tinyint": 300, "smallint": 70000}[hive]]
+    pq.write_table(pa.table({"c": pa.array(values, pa.int32())}), path,
+                   bloom_filter_options={"c": {"ndv": 10, "fpp": 0.01}})
+    md = pq.ParquetFile(path).metadata
+    found = footer_filter(str(path), md, 0, classify(md.schema.column(0)), parse_hive_type(hive), 0.01)
+    assert (found is not None) is small
+
+
+@needs_bloom_writer
 @pytest.mark.parametrize(("values", "arrow_type", "hive"), [
     ([dt.date(1000, 1, 1), dt.date(2020, 1, 1)], pa.date32(), "date"),
     ([dt.datetime(1899, 6, 1), dt.datetime(2020, 1, 1)], pa.timestamp("us"), "timestamp"),

@@ -44,8 +44,19 @@ def test_value_lists_are_the_exact_distinct_values_up_to_the_cap(tmp_path: Path)
     m = _stats(path, "code string, many bigint, v varchar(3)", spec).membership
     assert m["code"].values == ("a", "b", "ü")  # nulls are not values
     assert m["many"].values is None  # 50 > 4: no list, min/max still apply
-    assert m["v"].values == ("abc", "xy")  # cut to varchar(3) as the reader cuts them
+    # values longer than varchar(3) read whole in Spark and cut in Hive: two readings, so no exact list
+    assert m["v"].values is None
     assert all(c.bloom is None for c in m.values())
+
+
+def test_varchar_values_have_both_readings(tmp_path: Path) -> None:
+    """Spark reads 'abcdef' in a varchar(3) column whole, Hive as 'abc': the filter holds both, a list only when
+    no value is longer than the length (then both read it the same)."""
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"v": pa.array(["abcdef", "xy", None]), "w": pa.array(["ab", "xy", None])}), path)
+    m = _stats(path, "v varchar(3), w varchar(3)", MembershipSpec(("v", "w"), 0.01, ("w",), 10)).membership
+    assert all(_holds(m["v"].bloom, value, "varchar(3)") for value in ("abcdef", "abc", "xy"))
+    assert m["w"].values == ("ab", "xy")
 
 
 def test_bloom_filters_hold_every_value_and_are_sized_from_the_distinct_count(tmp_path: Path) -> None:
