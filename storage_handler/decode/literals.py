@@ -9,14 +9,16 @@ Two different questions, two functions:
   :class:`~storage_handler.sarg.LeafType`, or returns ``None`` when the literal cannot be represented exactly --
   the caller then emits ``YES_NO_NULL`` (keep every file) instead of risking a wrong prune. The rules, per column:
 
-  - integers (LONG): ints inside the column type's range; integral floats/decimals; strings of digits.
+  - integers (LONG): ints inside the column type's range; integral floats/decimals; strings of digits. Floats
+    and strings only below 2**53 in magnitude: Spark and Hive compare an integer column with a double literal as
+    doubles, and Hive with a string literal too, and from 2**53 on several longs equal the same double.
   - ``double`` (FLOAT): ints exactly representable as a double; floats other than NaN; decimals and numeric
     strings rounded to the nearest double (Spark and Hive compare a double column with a decimal literal in
     double precision, so the nearest double is exactly what they compare with).
   - ``float`` (FLOAT): only values exactly representable in 32 bits (engines round the literal to float or widen
     the column; the two agree only on exact values).
-  - ``decimal(p,s)`` (DECIMAL): ints, decimals and numeric strings that fit ``(p,s)`` exactly; floats only when
-    ``p <= 15`` (where a double holds every value of the column exactly) and their shortest repr fits.
+  - ``decimal(p,s)`` (DECIMAL): ints and decimals that fit ``(p,s)`` exactly; floats and numeric strings only when
+    ``p <= 15`` (Hive compares both as doubles, which hold every value of such a column exactly) and they fit.
   - ``string``/``varchar`` (STRING): strings only (a number compared with a string column is compared as a
     double by Hive: ``'05' = 5`` is true). ``char(n)`` is not pushed for values: its pad semantics differ.
   - ``date`` (DATE): dates; midnight timestamps; ``YYYY-MM-DD`` strings.
@@ -37,6 +39,9 @@ from storage_handler.expr.nodes import Constant, ConstantValue, check_constant, 
 from storage_handler.sarg.literals import NanoTimestamp
 from storage_handler.types import HiveType
 
+#: 2**53: from here on a double does not hold every integer, so engines comparing an integer column with a double
+#: (a float literal) or, in Hive, with a string literal, find neighbouring values equal to it
+_DOUBLE_EXACT = 2**53
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
 _INTEGER = re.compile(r"[+-]?\d{1,40}\Z")
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\Z")
@@ -190,6 +195,8 @@ def leaf_literal(value: ConstantValue, column_type: HiveType) -> object | None:
     name = column_type.name
     if column_type.is_integer:
         number = value if not isinstance(value, str) else (int(value) if _INTEGER.match(value) else None)
+        if isinstance(value, (str, float)) and isinstance(number, (int, float)) and abs(number) >= _DOUBLE_EXACT:
+            return None  # compared as doubles (see the module docstring), where neighbouring longs are equal
         result = _integral(number)
         if result is None:
             return None
@@ -232,6 +239,8 @@ def _decimal_literal(value: object, precision: int, scale: int) -> Decimal | Non
     if isinstance(value, (int, Decimal)):
         number = Decimal(value)
     elif isinstance(value, str):
+        if precision > 15:
+            return None  # Hive compares a decimal column with a string as doubles (see the module docstring)
         number = parse_number(value)
     elif isinstance(value, float):
         if precision > 15 or not math.isfinite(value):

@@ -167,7 +167,9 @@ def _parse_distinct(text: pa.StringArray, hive_type: HiveType) -> tuple[pa.Array
         return _null_bad(values, good), pc.invert(good)
     if name == "decimal":
         good = _decimal_text_mask(text, hive_type.precision or 10, hive_type.scale or 0)
-        values = pc.cast(_blank_bad(text, good, "0"), value_type)
+        # the extra trailing zeros the mask allows would make Arrow's cast refuse ("would cause data loss")
+        exact = pc.replace_substring_regex(_blank_bad(text, good, "0"), r"^([^.]*\.[0-9]*?)0+$", r"\1")
+        values = pc.cast(exact, value_type)
         return _null_bad(values, good), pc.invert(good)
     if name == "date":
         good = pc.match_substring_regex(text, _DATE_TEXT)

@@ -45,6 +45,10 @@ def T(text: str):
         (True, "decimal(5,2)", None),
         (True, "boolean", True), (1, "boolean", None), ("true", "boolean", None),
         (b"a", "binary", None), (1, "array<int>", None), (None, "int", None),
+        # compared as doubles (a float literal; a string in Hive): from 2**53 on several longs equal one double
+        (2.0**53, "bigint", None), (-(2.0**53), "bigint", None), (2.0**53 - 2, "bigint", 2**53 - 2),
+        ("9007199254740992", "bigint", None), ("9007199254740991", "bigint", 2**53 - 1), (2**60, "bigint", 2**60),
+        ("1.5", "decimal(20,2)", None), (Decimal("1.5"), "decimal(20,2)", Decimal("1.50")),
     ],
 )
 def test_leaf_literal(value, column, expected):
@@ -85,6 +89,17 @@ def test_timestamp_fraction_beyond_microseconds_keeps_the_nanoseconds():
 
 
 _OPS = {"=": lambda a, b: a == b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
+
+
+@given(st.integers(-(2**63), 2**63 - 1), st.integers(-4, 4), st.booleans(), st.sampled_from(sorted(_OPS)))
+def test_a_converted_double_or_string_literal_compares_like_the_engines_on_a_bigint(row, delta, as_text, op):
+    """Safety: Spark and Hive compare a bigint column with a double literal (Hive: with a string literal too) as
+    doubles; a converted literal must give their answer for every row, the neighbouring ones above all."""
+    literal: object = str(row + delta) if as_text else float(row + delta)
+    converted = leaf_literal(literal, T("bigint"))
+    if converted is None:
+        return
+    assert _OPS[op](row, converted) == _OPS[op](float(row), float(literal))
 
 
 @given(st.integers(-(2**31), 2**31 - 1),
