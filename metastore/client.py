@@ -43,6 +43,7 @@ from thrift.transport import TSocket, TTransport
 from metastore.locks import table_lock
 from metastore.security.config import KerberosSettings, current
 from metastore.security.errors import HANDSHAKE_TIMEOUT, SERVER_NOT_SASL, SERVER_REQUIRES_SASL
+from metastore.uri import METASTORE_URI_ENV
 from metastore.uri import MetastoreAddress as MetastoreAddress  # re-exported: callers found them here
 from metastore.uri import parse_metastore_uri as parse_metastore_uri
 from metastore.uri import redact as redact
@@ -147,7 +148,7 @@ class MetastoreClient:
         try:
             transport.open()  # a MetastoreAuthError (Kerberos) goes out as it is: not retried, not "unavailable"
         except _TRANSPORT_ERRORS as e:
-            if os.environ.get("HSH_METASTORE_URI", "").strip() == self.uri:  # the user's setting chose it
+            if os.environ.get(METASTORE_URI_ENV, "").strip() == self.uri:  # the user's setting chose it
                 hint = ("it comes from $HSH_METASTORE_URI: point that at a running metastore, or unset it to use "
                         "the embedded one (`hsh metastore start`)")
             else:

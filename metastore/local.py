@@ -30,6 +30,7 @@ from pathlib import Path
 from metastore.security.server import LAUNCHER_CLASS as SECURE_LAUNCHER_CLASS
 from metastore.security.server import ServiceKerberos
 from metastore.service import LOOPBACK, LocalService, ServiceInfo, port_open
+from metastore.uri import METASTORE_URI_ENV
 from storage_handler.errors import MetastoreUnavailableError, ProcessError
 from storage_handler.home import spark_home, spark_jars, spark_version
 from storage_handler.toolchain import compile_java, find_java
@@ -200,7 +201,7 @@ def ensure_metastore(progress: Callable[[str], None] | None = None) -> str:
 
 def resolve_metastore_uri(option: str | None, progress: Callable[[str], None] | None = None) -> str:
     """``--metastore`` beats ``$HSH_METASTORE_URI``; otherwise the embedded metastore (started on demand)."""
-    uri = option or os.environ.get("HSH_METASTORE_URI")
+    uri = option or os.environ.get(METASTORE_URI_ENV)
     if uri:
         return uri
     try:

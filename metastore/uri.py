@@ -12,6 +12,9 @@ from urllib.parse import urlparse
 
 from storage_handler.errors import ConfigurationError
 
+#: the environment variable naming the metastore every command uses when none is given
+METASTORE_URI_ENV = "HSH_METASTORE_URI"
+
 
 @dataclass(frozen=True, slots=True)
 class MetastoreAddress:

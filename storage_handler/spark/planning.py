@@ -46,10 +46,9 @@ def configure(identity: TableIdentity, filters: Sequence[Filter], *, complete: b
         decoded = decode_spark_filters(filters, identity.schema)
         pushed = handler.decompose_predicate(None, None, decoded.decoded.residual)
         converted = decoded.converted
-        # a filter with no expression here is not in the SearchArgument, and one converted with a YES_NO_NULL
-        # part is in it only weakened (see decode.to_sarg.is_whole): either way no file is known fully matched.
-        # (Nothing pushed at all -- every filter unconvertible -- is the second case: pushed is then None.)
-        complete = complete and not decoded.unexpressed and not decoded.decoded.unpushed
+        # a filter with no expression here is not in the predicate the handler sees; nothing pushed at all is not
+        # the whole filter either (a conjunct converted only in part is the handler's check: to_sarg.is_whole)
+        complete = complete and not decoded.unexpressed and pushed is not None
     desc = TableDesc(identity.table, identity.location, identity.columns, identity.partition_keys,
                      parameters=dict(identity.storage), metastore_uri=identity.metastore_uri)
     props: dict[str, str] = {}
