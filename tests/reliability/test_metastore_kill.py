@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -72,7 +73,9 @@ class _Background:
         return proc
 
     def log(self, text: str) -> None:
-        print(f"[{time.strftime('%X')}] {text}", flush=True)
+        """To the process's own stderr, never ``sys.stdout``: these threads outlive the test that started them, and a
+        line printed while another test holds ``capsys`` lands in that test's captured output (it broke a JSON parse)."""
+        print(f"[{time.strftime('%X')}] {text}", file=sys.__stderr__, flush=True)
 
 
 _BG: _Background | None = None
