@@ -312,7 +312,7 @@ def _partition_location(partition: Partition, table: str) -> Location:
 
 def _parse(location: str) -> Location:
     """``parse_location``, remembered for absolute locations: a query of a big table parses thousands of
-    partition locations (``file:`` URIs go through ``urlparse``, ~10 µs each), and the next query the same ones.
+    partition locations (a few µs each), and the next query the same ones.
     A relative path is not remembered (it depends on the working directory)."""
     if location.startswith(("/", "file:/")) or "://" in location:
         return _parse_absolute(location)

@@ -4,7 +4,8 @@ Hive records locations as URIs (``file:/data/t``, ``s3a://lake/t``, ``hdfs://nn:
 (``/data/t``); this module is the one place that tells them apart. Rules:
 
 * ``file:`` URIs and bare paths are the local file system. A ``file:`` URI with a host other than ``localhost``
-  is refused. Hive locations are not URI-encoded: ``%25`` in a location is the three characters ``%25``.
+  is refused. Hive locations are not URI-encoded: ``%25`` in a location is the three characters ``%25``, and
+  ``#`` and ``?`` are part of the path (as in Hadoop's ``Path``), never a fragment or a query.
 * ``s3://``, ``s3a://`` and ``s3n://`` are S3 (the three spellings Hadoop has used; one store). The spelling of
   the table's own location is kept for everything derived from it, so Spark reads the files with the connector
   the user configured for that scheme.
@@ -19,7 +20,6 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
 from storage_handler.errors import ConfigurationError
 
@@ -79,12 +79,12 @@ def parse_location(text: str) -> Location:
         return Location(LOCAL, "file", "", _normal_local(text))
     scheme = match.group(1).lower()
     if scheme == "file":
-        parsed = urlparse(text)
-        if parsed.netloc not in ("", "localhost"):
+        host, path = _authority_and_path(text[len(match.group(0)):])
+        if host not in ("", "localhost"):
             raise ConfigurationError(
-                f"location {text!r} names host {parsed.netloc!r}: a file: URI must be local (file:///path)"
+                f"location {text!r} names host {host!r}: a file: URI must be local (file:///path)"
             )
-        return Location(LOCAL, "file", "", _normal_local(parsed.path or "/"))
+        return Location(LOCAL, "file", "", _normal_local(path or "/"))
     if scheme in S3_SCHEMES or scheme in ARROW_SCHEMES:
         rest = text[len(match.group(0)):]
         if not rest.startswith("//"):
@@ -126,6 +126,16 @@ def is_absolute(path: str) -> bool:
 
 def is_local(location: str) -> bool:
     return parse_location(location).kind == LOCAL
+
+
+def _authority_and_path(rest: str) -> tuple[str, str]:
+    """Split what follows ``file:`` as Hadoop's ``Path`` does: an authority only after ``//``, and everything else
+    the path -- ``#`` and ``?`` included. Why not ``urllib``: it reads ``#x`` as a fragment and ``?x`` as a query,
+    so ``file:/data/bf#2`` (a folder Hive reads) became ``/data/bf``, another folder's files under this one's name."""
+    if not rest.startswith("//"):
+        return "", rest
+    host, slash, path = rest[2:].partition("/")
+    return host, slash + path
 
 
 def _normal_local(path: str) -> str:

@@ -18,6 +18,16 @@ def test_local_forms(tmp_path):
     assert file_uri(root) == f"file://{root}"
 
 
+@pytest.mark.parametrize("name", ["bf#2", "q?x=1", "both?a#b", "#"])
+def test_hash_and_question_mark_are_part_of_a_local_path(tmp_path, name):
+    """As in Hadoop's ``Path``: ``file:/data/bf#2`` is the folder ``bf#2``, not ``bf`` with a fragment (reading it
+    as a URL put another folder's files under this partition's values)."""
+    folder = str(tmp_path / name)
+    for text in (f"file:{folder}", f"file://{folder}", f"file://localhost{folder}", folder):
+        assert parse_location(text).key == folder, text
+    assert parse_location(f"s3a://lake/t/{name}").key == f"t/{name}"
+
+
 @pytest.mark.parametrize("scheme", ["s3", "s3a", "s3n"])
 def test_s3_schemes_are_one_store_and_keep_their_spelling(scheme):
     loc = parse_location(f"{scheme}://lake/warehouse/t/")
