@@ -167,8 +167,10 @@ def _parse_distinct(text: pa.StringArray, hive_type: HiveType) -> tuple[pa.Array
         return _null_bad(values, good), pc.invert(good)
     if name == "decimal":
         good = _decimal_text_mask(text, hive_type.precision or 10, hive_type.scale or 0)
-        # the extra trailing zeros the mask allows would make Arrow's cast refuse ("would cause data loss")
-        exact = pc.replace_substring_regex(_blank_bad(text, good, "0"), r"^([^.]*\.[0-9]*?)0+$", r"\1")
+        # the extra trailing zeros the mask allows would make Arrow's cast refuse ("would cause data loss"); a
+        # text with no integer digit gets a 0 first, so ".0" becomes "0." (Spark's 0), never "." (Arrow refuses)
+        whole = pc.replace_substring_regex(_blank_bad(text, good, "0"), r"^([+-]?)\.", r"\10.")
+        exact = pc.replace_substring_regex(whole, r"^([^.]*\.[0-9]*?)0+$", r"\1")
         values = pc.cast(exact, value_type)
         return _null_bad(values, good), pc.invert(good)
     if name == "date":

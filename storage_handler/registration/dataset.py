@@ -173,7 +173,7 @@ def _partition_folders(root: str, files: FileList) -> dict[tuple[str | None, ...
 
 def infer_partition_type(values: Sequence[str | None]) -> HiveType:
     present = [v for v in values if v is not None]
-    if present and all(re.fullmatch(r"[+-]?\d+", v) for v in present):
+    if present and all(re.fullmatch(r"[+-]?[0-9]+", v) for v in present):  # ASCII: Spark casts no other digits
         ints = [int(v) for v in present]
         if all(_INT32[0] <= i <= _INT32[1] for i in ints):
             return HiveType("int")

@@ -56,10 +56,11 @@ def test_element_at_node_on_a_batch() -> None:
     ("date", ["2024-01-01", "2024-02-30", "2024-1-1", "0000-01-01", "9999-12-31", None],
      [dt.date(2024, 1, 1), None, None, None, dt.date(9999, 12, 31), None], [False, True, True, True, False, False]),
     ("decimal(5,2)", ["1.25", "1.250", "1.255", ".5", "5.", "+1", "-0", "1000", "999.99", "x", ".",
-                      "1.5" + "0" * 45, "0" * 45 + "7.25"],  # more digits than Arrow's cast takes (was a crash)
+                      "1.5" + "0" * 45, "0" * 45 + "7.25",  # more digits than Arrow's cast takes (was a crash)
+                      ".0", "-.00", "+.0"],  # no integer digit, all zeros after the point (was a crash)
      [Decimal("1.25"), Decimal("1.25"), None, Decimal("0.5"), Decimal("5"), Decimal("1"), Decimal("0"), None,
-      Decimal("999.99"), None, None, Decimal("1.5"), Decimal("7.25")],
-     [False, False, True, False, False, False, False, True, False, True, True, False, False]),
+      Decimal("999.99"), None, None, Decimal("1.5"), Decimal("7.25"), Decimal("0"), Decimal("0"), Decimal("0")],
+     [False, False, True, False, False, False, False, True, False, True, True, False, False, False, False, False]),
     ("double", ["1.5", "-0", "1e999", "NaN", "inf", ".5", "1e5"], [1.5, -0.0, float("inf"), None, None, 0.5, 1e5],
      [False, False, False, True, True, False, False]),
     ("boolean", ["true", "FALSE", "yes"], [True, False, None], [False, False, True]),

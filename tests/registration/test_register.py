@@ -105,6 +105,18 @@ def test_partition_values_are_hive_escaped_and_typed(hms, tmp_path: Path) -> Non
     assert got == {(str(i * 10), "__HIVE_DEFAULT_PARTITION__" if v is None else v) for i, v in enumerate(values)}
 
 
+@pytest.mark.parametrize(("values", "expected"), [
+    (["7", "-3", "+12", "007"], "int"), (["2147483648"], "bigint"), (["99999999999999999999"], "string"),
+    (["\u0663"], "string"), (["1", "\uff12"], "string"), (["1.5"], "string"), ([None, "4"], "int"),
+])
+def test_partition_types_are_inferred_as_spark_casts(values: list[str | None], expected: str) -> None:
+    """Only ASCII digits make an integer column: Spark's cast refuses Arabic-Indic or full-width digits, so such a
+    folder typed int failed every plain read while Python's ``\\d`` took it for a number."""
+    from storage_handler.registration.dataset import infer_partition_type
+
+    assert infer_partition_type(values).name == expected
+
+
 @pytest.mark.parametrize("value", ["a/b", "..", "x=y", "50%", "日本", "", "sp ace", "#?*"])
 def test_escape_round_trip(value: str) -> None:
     expected = None if value == "" else value
