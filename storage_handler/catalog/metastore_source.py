@@ -91,7 +91,8 @@ class MetastorePartitions:
                 chunk = list(names[start:start + BATCH])
                 for p in self._client().get_partitions_by_names(self.database, self.table, chunk):
                     values = tuple(None if v == HIVE_DEFAULT_PARTITION else v for v in p.values)
-                    name = by_values.get(values)
+                    # a value '' is named like the default partition (and read as '', so kept as it is)
+                    name = by_values.get(tuple(v or None for v in values))
                     if name is not None:
                         out.append(Partition(name, values, p.sd.location))
         except MetastoreError as e:

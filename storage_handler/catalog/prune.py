@@ -61,8 +61,16 @@ def _split_names(names: Sequence[str], keys: list[str]) -> pa.MapArray | None:
 
 def prune_partition_names(evaluator: PredicateEvaluator | None, names: Sequence[str], keys: Sequence[str],
                           table: str = "?") -> list[str]:
-    """The names of the partitions that may hold a matching row (all of them without an evaluator)."""
+    """The names of the partitions that may hold a matching row (all of them without an evaluator).
+
+    A name with a default-partition value is always kept: the metastore names a partition whose value is the
+    empty string ``k=__HIVE_DEFAULT_PARTITION__`` too (``makePartName``), and Spark and Hive read that value as
+    ``''``, not NULL. Which one it is shows only in the fetched partition's values, which the files are evaluated
+    with (``list_status`` evaluates partition leaves per file)."""
     if evaluator is None or not names:
         return list(names)
     keep = evaluator.eval(partition_batch(names, keys, table))
+    text = pa.array(names, pa.string())
+    maybe_empty = pc.match_substring(text, f"={HIVE_DEFAULT_PARTITION}")
+    keep = pc.or_(pc.fill_null(keep, False), maybe_empty)
     return [names[i] for i in pc.indices_nonzero(keep).to_pylist()]

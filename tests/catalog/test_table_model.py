@@ -106,6 +106,43 @@ def test_spark_reads_what_plain_spark_reads(spark, changed_table, where: str) ->
         assert not any(dt in ("1", "4") for dt, _ in expected)
 
 
+@pytest.fixture(scope="module")
+def odd_partitions(tmp_path_factory, metastore_uri: str) -> Path:
+    """``model.odd``: partitions ``dt='a'``, ``dt=''`` (a value the metastore takes and names like the default
+    partition) and ``dt='h'`` at a folder whose name holds ``#`` and ``?`` next to one named like their prefix."""
+    from metastore.client import MetastoreClient
+
+    base = tmp_path_factory.mktemp("odd")
+    root = base / "t"
+    write_parquet(root / "dt=a" / "f.parquet", _ints(0))
+    write_parquet(base / "empty" / "f.parquet", _ints(100))
+    write_parquet(base / "h#1?x" / "f.parquet", _ints(200))
+    write_parquet(base / "h" / "f.parquet", _ints(900))  # what a URL parser makes of the folder above
+    name = parse_table_name("model.odd")
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, name, str(root)))
+        table = client.get_table(name.database, name.table)
+        client.add_partitions(name.database, name.table, [
+            build_partition(table, [""], str(base / "empty")),
+            build_partition(table, ["h"], f"file:{base / 'h#1?x'}"),
+        ])
+    return base
+
+
+@pytest.mark.parametrize("where", ["dt = ''", "dt <> 'a'", "dt is null", "dt is not null", "dt = 'h'", "true",
+                                   "dt in ('', 'h') and v > 5"])
+def test_empty_values_and_odd_folders_read_as_plain_spark(spark, hms, metastore_uri: str, odd_partitions: Path,
+                                                          where: str) -> None:
+    desc = TableDesc.from_hms(hms.get_table("model", "odd"), metastore_uri)
+    kept = {dict(f.partition_values)["dt"] for f in list_status_for(desc, where)[0].files}
+    sql = f"SELECT dt, v FROM model.odd WHERE {where}"
+    expected = _plain(spark, sql)
+    assert kept >= {dt for dt, _ in expected}, where
+    assert _rows(spark, sql) == expected, where
+    if where == "true":
+        assert {dt for dt, _ in expected} == {"a", "", "h"} and not any(v >= 900 for _, v in expected)
+
+
 def test_read_table_reads_partitions_outside_the_table_folder(spark, changed_table) -> None:
     from storage_handler.spark import read_table
 
