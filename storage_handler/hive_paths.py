@@ -77,6 +77,13 @@ def _java_parse_hex(two: str) -> int | None:
     return int(two, 16)
 
 
+#: the suffix ``hadoop fs -put`` / ``-cp`` give a file while they copy it (renamed to its name when done)
+COPYING_SUFFIX = "._COPYING_"
+
+
 def is_hidden(name: str) -> bool:
-    """Hive/Spark hide names starting with ``_`` or ``.`` (markers, checksums, our ``_hsh_index``)."""
-    return name.startswith(("_", "."))
+    """Names no reader reads: those starting with ``_`` or ``.`` (markers, checksums, our ``_hsh_index``; Hive and
+    Spark alike) and those ending in ``._COPYING_``. The last is Spark's rule (``HadoopFSUtils``), not Hive's: such a
+    file is a copy in flight, partial until it is renamed, and then read again under its own name; Spark's plain
+    read of the table skips it, so the handler's must too (its answers are compared with Spark's)."""
+    return name.startswith(("_", ".")) or name.endswith(COPYING_SUFFIX)

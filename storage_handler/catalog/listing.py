@@ -31,7 +31,13 @@ import pyarrow.compute as pc
 
 from storage_handler.catalog.partitions import Partition
 from storage_handler.errors import ConfigurationError, StorageError
-from storage_handler.hive_paths import is_hidden, partition_path, unescape_partition_value, unescape_path_name
+from storage_handler.hive_paths import (
+    COPYING_SUFFIX,
+    is_hidden,
+    partition_path,
+    unescape_partition_value,
+    unescape_path_name,
+)
 from storage_handler.stats.columns import MODIFICATION_TIME, PARTITION_VALUES, PATH, SIZE, VERSION_TAG
 from storage_handler.stats.files.file_list import FileList, is_utf8
 from storage_handler.storage import (
@@ -54,7 +60,7 @@ REMOTE_THREADS = 16
 # Local disk through the C lister: runs of at least NATIVE_RUN_FOLDERS folders, up to NATIVE_THREADS at once
 NATIVE_THREADS = min(4, os.cpu_count() or 1)
 NATIVE_RUN_FOLDERS = 64
-_HIDDEN = ("_", ".")  # is_hidden's rule, inlined in the per-file loop
+_HIDDEN = ("_", ".")  # is_hidden's rule, inlined in the per-file loop (with COPYING_SUFFIX)
 PartitionPairs = tuple[tuple[str, str | None], ...]
 SCAN_SCHEMA = pa.schema([
     (PATH, pa.string()), (SIZE, pa.int64()), (MODIFICATION_TIME, pa.int64()), (VERSION_TAG, pa.string()),
@@ -211,7 +217,7 @@ def _assemble(prefixes: Sequence[str], pairs: tuple[PartitionPairs, ...], listin
         if listing is None:
             counts.append(0)
             continue
-        entries = [f for f in listing.files if not f[0].startswith(_HIDDEN)]
+        entries = [f for f in listing.files if not f[0].startswith(_HIDDEN) and not f[0].endswith(COPYING_SUFFIX)]
         entries.sort()  # by name: unique in a folder, so the other fields are never compared
         if entries:
             n, s, m, t = zip(*entries, strict=True)

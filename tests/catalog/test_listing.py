@@ -218,7 +218,7 @@ def test_metastore_all_matches_names_then_by_names(hms, metastore_uri: str, tmp_
 
 # ---------------------------------------------------------------- the C lister against the Python one
 ENTRY = st.sampled_from(["a.parquet", "b", "é.parquet", "_SUCCESS", ".x.crc", "000000_0", "Z", "a b", "sub/",
-                         "link->f", "link->dir", "dangling", "ü€", "a.parquet2"])
+                         "link->f", "link->dir", "dangling", "ü€", "a.parquet2", "c.parquet._COPYING_", "_COPYING_"])
 
 
 @settings(max_examples=examples(60), deadline=None)
@@ -267,6 +267,7 @@ def test_the_c_listing_answers_like_python(folders: list[list[str]], missing: se
         assert native.batch.equals(python.batch)
         assert native.partition_of.equals(python.partition_of) and native.partitions == python.partitions
         assert native_table.batch.equals(python_table.batch)
+        assert not any(p.endswith("._COPYING_") for p in native.batch.column("path").to_pylist())
 
 
 def test_names_that_are_not_utf8_are_left_to_python(tmp_path: Path) -> None:

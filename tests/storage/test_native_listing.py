@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from storage_handler.hive_paths import is_hidden
 from storage_handler.storage import LocalStorage
 from storage_handler.storage.native_listing import NativeLister, native_lister
 
@@ -47,14 +48,14 @@ def test_paths_are_in_byte_order_of_the_whole_path(lister: NativeLister, tmp_pat
 
 def test_columns_match_the_python_walk(lister: NativeLister, tmp_path: Path) -> None:
     for i, name in enumerate(["dt=1/a.parquet", "dt=1/b", "top", "dt=2/x/y/z.parquet", "_SUCCESS", "dt=1/.crc",
-                              "_hidden/f", "dt=2/.hidden/f"]):
+                              "_hidden/f", "dt=2/.hidden/f", "dt=1/c.parquet._COPYING_", "dt=3._COPYING_/f"]):
         touch(tmp_path, name, b"x" * i)
     os.symlink(tmp_path / "top", tmp_path / "dt=1" / "link.parquet")
     os.symlink(tmp_path / "dt=2", tmp_path / "dt=1" / "folder-link")
     os.symlink(tmp_path / "nowhere", tmp_path / "dt=1" / "dangling")
     tree = lister.walk(str(tmp_path))
     assert tree is not None
-    python = sorted(LocalStorage().walk(str(tmp_path), skip=lambda n: n.startswith(("_", "."))))
+    python = sorted(LocalStorage().walk(str(tmp_path), skip=is_hidden))
     assert list(zip(tree.paths.to_pylist(), tree.sizes.tolist(), tree.mtimes_ms.tolist(), tree.tags.to_pylist(),
                     strict=True)) == [tuple(e) for e in python]
     assert [e.name for e in python] == ["dt=1/a.parquet", "dt=1/b", "dt=1/link.parquet", "dt=2/x/y/z.parquet", "top"]

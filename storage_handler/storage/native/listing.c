@@ -2,9 +2,9 @@
  * file: the query path of a big table lists every kept partition on every query (storage_handler/storage/
  * native_listing.py loads this with ctypes and turns the buffers into Arrow arrays).
  *
- * Per folder, in the order given: the entries whose names do not start with '_' or '.' (is_hidden) and that are
- * regular files once symlinks are followed (fstatat without AT_SYMLINK_NOFOLLOW), sorted by name in byte order.
- * An entry removed between the directory read and its stat is left out; a folder that does not exist (or is not
+ * Per folder, in the order given: the entries that are not hidden (is_hidden: '_' or '.' first, or '._COPYING_'
+ * last) and that are regular files once symlinks are followed (fstatat without AT_SYMLINK_NOFOLLOW), sorted by
+ * name in byte order. An entry removed between the directory read and its stat is left out; a folder that does not exist (or is not
  * a folder) is reported as missing; any other error stops the call with its errno and the folder's number.
  */
 #define _GNU_SOURCE
@@ -16,6 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* is_hidden (storage_handler/hive_paths.py): '_' or '.' first (and "." / ".."), or ending in "._COPYING_" */
+static int hidden(const char *name) {
+    static const char copying[] = "._COPYING_";
+    size_t len = strlen(name), tail = sizeof copying - 1;
+    return name[0] == '_' || name[0] == '.' || (len >= tail && memcmp(name + len - tail, copying, tail) == 0);
+}
 
 typedef struct {
     int64_t count;      /* files listed */
@@ -89,7 +96,7 @@ static int list_one(const char *folder, int32_t index, hsh_listing *out) {
     errno = 0;
     while ((d = readdir(dir)) != NULL) {
         const char *name = d->d_name;
-        if (name[0] == '_' || name[0] == '.') continue; /* hidden, and "." / ".." */
+        if (hidden(name)) continue;
         struct stat st;
         if (fstatat(fd, name, &st, 0) != 0) {
             if (errno == ENOENT || errno == ENOTDIR) { errno = 0; continue; }

@@ -4,8 +4,8 @@
  *
  * The answer is exactly LocalStorage.walk(root, skip=is_hidden)'s (storage_handler/storage/local.py), sorted by
  * relative path in byte order; a change to either side must be made to both:
- *   - names starting with '_' or '.' are hidden at every level, files and folders alike (is_hidden in
- *     storage_handler/stats/listing.py); the root itself is never judged;
+ *   - names starting with '_' or '.', or ending in '._COPYING_', are hidden at every level, files and folders
+ *     alike (is_hidden in storage_handler/hive_paths.py); the root itself is never judged;
  *   - a folder is an entry that is a folder without following symlinks (DirEntry.is_dir(follow_symlinks=False)):
  *     it is descended; a symlink to a folder is not descended, and as it is not a regular file once followed it
  *     is not listed either;
@@ -33,6 +33,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* is_hidden (storage_handler/hive_paths.py): '_' or '.' first (and "." / ".."), or ending in "._COPYING_" */
+static int hidden(const char *name) {
+    static const char copying[] = "._COPYING_";
+    size_t len = strlen(name), tail = sizeof copying - 1;
+    return name[0] == '_' || name[0] == '.' || (len >= tail && memcmp(name + len - tail, copying, tail) == 0);
+}
 
 #define HSH_CANNOT_ANSWER (-1)
 
@@ -123,7 +130,7 @@ static int read_folder(walker *w, int fd, size_t rel_len, hsh_buf *items, hsh_bu
     errno = 0;
     while ((d = readdir(dir)) != NULL) {
         const char *name = d->d_name;
-        if (name[0] == '_' || name[0] == '.') { errno = 0; continue; } /* hidden, and "." / ".." */
+        if (hidden(name)) { errno = 0; continue; }
         size_t len = strlen(name);
         if (prefix + len >= PATH_MAX) { err = HSH_CANNOT_ANSWER; break; }
         item it = {NULL, names->len, (uint32_t)len, 0, 0, 0, 0};
