@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from storage_handler.stats import ColumnStats, FileStats
 from storage_handler.stats.footers.convert import convert_bound
 from storage_handler.stats.footers.guard import GuardReport, inspect
+from storage_handler.stats.footers.writers import DECIMAL_BYTES, orders_decimal_bytes
 from storage_handler.stats.index.file_stats import UNKNOWN, column_plan
 from storage_handler.types import HiveType
 
@@ -86,8 +87,14 @@ def _column(md: pq.FileMetaData, leaf: int, source: Any, hive_type: HiveType,
         if st is None or not st.has_min_max or (r, leaf) in report.half_bounded or source.kind == "float":
             lo_known = hi_known = False
             continue
+        if source.kind == "decimal" and source.physical in DECIMAL_BYTES and not orders_decimal_bytes(
+                md.created_by or ""):
+            lo_known = hi_known = False  # a writer that ordered decimals stored as bytes wrongly
+            continue
         rg_lo = _convert(st.min_raw, source, hive_type, upper=False)
         rg_hi = _convert(st.max_raw, source, hive_type, upper=True)
+        if (hive_type.is_integer or hive_type.name == "decimal") and (rg_lo is None or rg_hi is None):
+            rg_lo = rg_hi = None  # one bound out of the column's range: the reader wraps, neither bound counts
         if rg_lo is None:
             lo_known = False
         elif lo_known and (lo is None or rg_lo < lo):

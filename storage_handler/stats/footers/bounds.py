@@ -13,6 +13,10 @@ file of a chunk (:class:`~storage_handler.stats.footers.raw.RawFooters`). The ru
 * Each min/max becomes a value of the table column's type by :func:`storage_handler.stats.footers.convert.convert_bound`
   (one rule per value, read there); the common conversions run here in numpy/Arrow, checked against
   ``convert_bound`` by property tests, and the rest call it value by value.
+* Integer and decimal columns: a row group with one bound outside the table column's range (a wider file type,
+  an unsigned one) bounds nothing -- the reader wraps or refuses such values -- so both of its bounds are
+  unknown.
+* Decimals stored as bytes: bounds only from writers that ordered them right (:mod:`.writers`).
 * The file's bound is the smallest min and the largest max of its row groups, unknown if any of them is.
 """
 
@@ -41,6 +45,7 @@ from storage_handler.stats.footers.raw import (
     RawFooters,
     decode_raw,
 )
+from storage_handler.stats.footers.writers import DECIMAL_BYTES, orders_decimal_bytes
 from storage_handler.types import HiveType, hive_to_arrow
 
 _STRINGS = ("string", "varchar")
@@ -69,13 +74,27 @@ def column_stats(raw: RawFooters, chunks: np.ndarray, owner: np.ndarray, n: int,
 
     needs_bounds = live & ~(has_nulls & (nulls == rows))  # an all-null row group bounds nothing
     usable = needs_bounds & (flags & STATS_SET != 0) & (flags & HAS_MIN_MAX != 0) & (source.kind != "float")
+    if source.kind == "decimal" and source.physical in DECIMAL_BYTES and usable.any():
+        usable &= _writers_order_decimal_bytes(raw, chunks)
     unknown = poisoned | _any(needs_bounds & ~usable, owner, n)
     at = np.flatnonzero(usable)
     lo = convert_values(raw.mins.take(pa.array(chunks[at])), source, hive_type, upper=False)
     hi = convert_values(raw.maxs.take(pa.array(chunks[at])), source, hive_type, upper=True)
+    if _family(hive_type) in ("integer", "decimal"):
+        # a value out of the column's range is wrapped (or refused) by the reader: a row group with one bound
+        # out of range holds values no in-range bound of it limits, so neither bound counts
+        lost = np.asarray(pc.or_(lo.is_null(), hi.is_null()).to_numpy(zero_copy_only=False), bool)
+        lo, hi = _masked(lo, lost), _masked(hi, lost)
     mins = _per_file(lo, owner[at], n, "min", target, unknown)
     maxs = _per_file(hi, owner[at], n, "max", target, unknown)
     return mins, maxs, null_count
+
+
+def _writers_order_decimal_bytes(raw: RawFooters, chunks: np.ndarray) -> np.ndarray:
+    """Per chunk row: whether its file's writer ordered decimals stored as bytes right (:mod:`.writers`)."""
+    files = raw.file_of(chunks)
+    trusted = np.array([orders_decimal_bytes(w) for w in raw.writers], bool)
+    return trusted[files] if len(trusted) else np.zeros(len(chunks), bool)
 
 
 def _any(mask: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:

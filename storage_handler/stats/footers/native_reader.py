@@ -43,7 +43,8 @@ class _Footers(ctypes.Structure):
         ("files", ctypes.c_int64), ("chunks", ctypes.c_int64), ("schemas", ctypes.c_int32),
         *((name, ctypes.c_void_p) for name in (
             "num_rows", "schema", "row_groups", "first_chunk", "schema_file", "rg_rows", "flags",
-            "null_count", "min_offsets", "max_offsets", "min_data", "max_data", "schema_offsets", "schema_data")),
+            "null_count", "min_offsets", "max_offsets", "min_data", "max_data", "schema_offsets", "schema_data",
+            "writer_offsets", "writer_data")),
     ]
 
 
@@ -110,6 +111,8 @@ class NativeFooterReader:
                 "maxs": copy_strings(out.max_offsets, out.max_data, chunks, pa.large_binary()),
                 "schema_footers": copy_strings(out.schema_offsets, out.schema_data, out.schemas,
                                                pa.large_binary()).to_pylist(),
+                "writers": tuple(v.decode("utf-8", "replace") for v in copy_strings(
+                    out.writer_offsets, out.writer_data, n, pa.large_binary()).to_pylist()),
             }
         finally:
             self._free(ctypes.byref(out))

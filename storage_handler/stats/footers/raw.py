@@ -46,9 +46,9 @@ _FIXED = {"INT32": "<i", "INT64": "<q", "FLOAT": "<f", "DOUBLE": "<d"}
 @dataclass(frozen=True, slots=True)
 class RawFooters:
     """Columns of footer statistics (see the module docstring). Per file: ``num_rows`` (-1: unreadable, see
-    ``errors``), ``schema`` (index into ``schemas``), ``row_groups``, ``first_chunk``. Per chunk row (file-major,
-    then row group, then every leaf column of the file's schema): ``rg_rows``, ``flags``, ``null_count``,
-    ``mins``, ``maxs``."""
+    ``errors``), ``schema`` (index into ``schemas``), ``row_groups``, ``first_chunk``, ``writers``. Per chunk row
+    (file-major, then row group, then every leaf column of the file's schema): ``rg_rows``, ``flags``,
+    ``null_count``, ``mins``, ``maxs``."""
 
     num_rows: np.ndarray
     schema: np.ndarray
@@ -56,6 +56,7 @@ class RawFooters:
     first_chunk: np.ndarray
     schemas: tuple[pq.ParquetSchema, ...]
     errors: tuple[str | None, ...]
+    writers: tuple[str, ...]  # per file: the footer's ``created_by`` ('' when none; :mod:`.writers` reads it)
     rg_rows: np.ndarray
     flags: np.ndarray
     null_count: np.ndarray
@@ -69,7 +70,14 @@ class RawFooters:
         """The statistics of ``files`` (positions) only, in that order; chunk rows are shared, not copied."""
         return replace(self, num_rows=self.num_rows[files], schema=self.schema[files],
                        row_groups=self.row_groups[files], first_chunk=self.first_chunk[files],
-                       errors=tuple(self.errors[int(i)] for i in files))
+                       errors=tuple(self.errors[int(i)] for i in files),
+                       writers=tuple(self.writers[int(i)] for i in files))
+
+    def file_of(self, chunks: np.ndarray) -> np.ndarray:
+        """The file (position) each chunk row of a readable file belongs to."""
+        readable = np.flatnonzero((self.schema >= 0) & (self.row_groups > 0))  # files that own chunk rows
+        order = readable[np.argsort(self.first_chunk[readable], kind="stable")]
+        return order[np.searchsorted(self.first_chunk[order], chunks, side="right") - 1]
 
     def leaves(self, schema: int) -> int:
         return len(self.schemas[schema])
@@ -86,9 +94,7 @@ class RawFooters:
         bad = np.flatnonzero((self.flags & ERROR) != 0)
         if len(bad) == 0:
             return self
-        readable = np.flatnonzero(self.schema >= 0)
-        order = readable[np.argsort(self.first_chunk[readable], kind="stable")]
-        owners = order[np.searchsorted(self.first_chunk[order], bad, side="right") - 1]
+        owners = self.file_of(bad)
         errors = list(self.errors)
         num_rows, schema = self.num_rows.copy(), self.schema.copy()
         wanted: dict[int, Collection[int]] = {}
@@ -132,9 +138,11 @@ class RawFooters:
         first: list[int] = []
         schemas: list[pq.ParquetSchema] = []
         errors: list[str | None] = []
+        writers: list[str] = []
         out = _Chunks()
         for md in footers:
             first.append(len(out.rows))
+            writers.append("" if isinstance(md, str) else md.created_by or "")
             if isinstance(md, str):
                 num_rows.append(-1)
                 schema_of.append(-1)
@@ -156,7 +164,7 @@ class RawFooters:
         return cls(
             num_rows=np.array(num_rows, np.int64), schema=np.array(schema_of, np.int32),
             row_groups=np.array(groups_of, np.int32), first_chunk=np.array(first, np.int64),
-            schemas=tuple(schemas), errors=tuple(errors), rg_rows=np.array(out.rows, np.int64),
+            schemas=tuple(schemas), errors=tuple(errors), writers=tuple(writers), rg_rows=np.array(out.rows, np.int64),
             flags=np.array(out.flags, np.uint8), null_count=np.array(out.nulls, np.int64),
             mins=pa.array(out.mins, pa.large_binary()), maxs=pa.array(out.maxs, pa.large_binary()),
         )

@@ -12,9 +12,10 @@ not a scan. The price is that we must only keep what the footer proves (``bounds
   footer are unknown, unless ``StatsOptions(scan_float_columns=True)`` asks to read those columns' data and
   compute exact NaN-aware bounds.
 * Strings: pyarrow 26 does not expose ``is_min_value_exact``/``is_max_value_exact``. The Parquet spec makes a
-  truncated bound still a bound (min cut to a prefix, max cut and incremented), and pyarrow already drops stats
-  from writers known to have written wrong ones (PARQUET-251/686, signed byte order), so string bounds are kept as
-  conservative bounds - never as exact values - with the UTF-8 rules in ``convert.py``.
+  truncated bound still a bound (min cut to a prefix, max cut and incremented), and pyarrow already drops string
+  stats from writers known to have written wrong ones (PARQUET-251/686, signed byte order), so string bounds are
+  kept as conservative bounds - never as exact values - with the UTF-8 rules in ``convert.py``. (pyarrow keeps
+  wrongly ordered decimal-as-bytes bounds: ``footers/writers.py`` drops those.)
 * Columns are matched by name case-insensitively (Hive lower-cases names). A column absent from the file is all-null
   there (``null_count = num_records``). A name that matches a nested column, or two columns differing only in case,
   gives unknown stats. A file whose footer cannot be read gets ``num_records = None``, all stats unknown and
@@ -53,7 +54,7 @@ from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType, hive_to_arrow
 
 TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
-BOUND_RULES = 3
+BOUND_RULES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,8 @@ class StatsOptions:
     membership: MembershipSpec = MembershipSpec()
     #: the footer rules' version (``convert.py``): an index built under older rules, which trusted what these do
     #: not, is rebuilt whole at its next refresh. 2: dates before 1582-10-15 and timestamps before 1900 unknown;
-    #: 3: a varchar(n) max is the whole value (Spark does not cut it).
+    #: 3: a varchar(n) max is the whole value (Spark does not cut it); 4: decimals stored as bytes bounded only
+    #: from writers that ordered them right, integer / decimal row groups with a bound out of range unbounded.
     rules: int = BOUND_RULES
 
     @classmethod

@@ -9,7 +9,8 @@
 //
 // Per file (in the order given): the record count, which of this call's distinct schemas it has
 // (SchemaDescriptor::Equals, the comparison behind pyarrow's ParquetSchema.equals), and per row group and leaf
-// column one "chunk" row: the row group's rows, flags, the null count and the plain-encoded min and max.
+// column one "chunk" row: the row group's rows, flags, the null count and the plain-encoded min and max; and
+// the footer's created_by (the writer, whose known mistakes storage_handler/stats/footers/writers.py judges).
 // A file whose footer cannot be read gets num_rows = -1; the caller reads it again through pyarrow, which then
 // reports its own error text. Nothing here throws across the C boundary.
 #include <parquet/file_reader.h>
@@ -40,6 +41,8 @@ struct Result {
   std::vector<int64_t> rg_rows, null_count, min_offsets{0}, max_offsets{0}, schema_offsets{0};
   std::vector<uint8_t> flags;
   std::string min_data, max_data, schema_data;  // schema_data: each distinct schema's first footer, serialized
+  std::vector<int64_t> writer_offsets{0};       // per file: its footer's created_by, in writer_data
+  std::string writer_data;
   std::vector<std::shared_ptr<parquet::FileMetaData>> schemas;  // the first file of each distinct schema
 };
 
@@ -107,6 +110,8 @@ int schema_of(Result& r, const std::shared_ptr<parquet::FileMetaData>& md, int64
 
 void add_file(Result& r, const std::shared_ptr<parquet::FileMetaData>& md, int64_t file) {
   r.first_chunk.push_back(static_cast<int64_t>(r.rg_rows.size()));
+  if (md != nullptr) r.writer_data += md->created_by();
+  r.writer_offsets.push_back(static_cast<int64_t>(r.writer_data.size()));
   if (md == nullptr) {
     r.num_rows.push_back(-1);
     r.schema.push_back(-1);
@@ -192,6 +197,8 @@ typedef struct {
   uint8_t* max_data;
   int64_t* schema_offsets;  // schemas + 1 offsets into schema_data
   uint8_t* schema_data;     // per distinct schema: its first file's footer, serialized
+  int64_t* writer_offsets;  // files + 1 offsets into writer_data
+  uint8_t* writer_data;     // per file: its footer's created_by (empty when unreadable)
 } hsh_footers;
 
 }  // extern "C"
@@ -216,6 +223,8 @@ int finish(Result& r, int64_t count, hsh_footers* out) {
   out->max_data = copy_out(r.max_data);
   out->schema_offsets = copy_out(r.schema_offsets);
   out->schema_data = copy_out(r.schema_data);
+  out->writer_offsets = copy_out(r.writer_offsets);
+  out->writer_data = copy_out(r.writer_data);
   return 0;
 }
 
@@ -258,7 +267,7 @@ void hsh_footers_free(hsh_footers* out) {
   void* pointers[] = {out->num_rows,    out->schema,      out->row_groups,     out->first_chunk,
                       out->schema_file, out->rg_rows,     out->flags,          out->null_count,
                       out->min_offsets, out->max_offsets, out->min_data,       out->max_data,
-                      out->schema_offsets, out->schema_data};
+                      out->schema_offsets, out->schema_data, out->writer_offsets, out->writer_data};
   for (void* ptr : pointers) std::free(ptr);
   std::memset(out, 0, sizeof(*out));
 }
