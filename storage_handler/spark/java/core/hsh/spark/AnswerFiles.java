@@ -79,7 +79,13 @@ final class AnswerFiles {
     return v == null || v.isNull() ? null : v.asText();
   }
 
-  /** A partition folder's value text as Spark's own listing casts it (null stays null). */
+  /**
+   * A partition folder's value text as Spark's own listing casts it (null stays null), in LEGACY mode: text that is
+   * no value of the type is null. Spark's plain read casts in the session's mode, so under ANSI such text fails
+   * its query -- but only for the partitions its metastore filter kept; this handler keeps a partition whose text
+   * it cannot parse (unknown) and re-applies the partition predicates here, where null drops it. Failing instead
+   * would fail queries plain Spark answers.
+   */
   static Object partitionValue(String text, org.apache.spark.sql.types.DataType type, String zone) {
     return text == null ? null : new Cast(Literal$.MODULE$.create(text, DataTypes.StringType), type,
         Option.apply(zone), EvalMode$.MODULE$.LEGACY()).eval(InternalRow.empty());
