@@ -4,7 +4,10 @@ Parsed with sqlglot's ``hive`` dialect, then bound against the table schema: col
 case-insensitively and come out lower-case with their Hive type. Literal typing follows Hive 3 and Spark:
 ``5`` int (bigint / decimal when larger), ``12.50`` decimal(4,2) (exact, not a double), ``1.5E0`` / ``1.5D``
 double, ``5L`` / ``5S`` / ``5Y`` bigint / smallint / tinyint, ``12.5BD`` decimal, ``DATE '...'``,
-``TIMESTAMP '...'``; casts of constants are folded when exact (:func:`~storage_handler.decode.literals.cast_constant`).
+``TIMESTAMP '...'``; casts of constants are folded when exact (:func:`~storage_handler.decode.literals.cast_constant`),
+except casts to a string type in a filter that names ``char`` or ``varchar``: sqlglot's hive dialect reads
+``CHAR(n)`` and ``VARCHAR(n)`` as ``STRING``, so ``CAST('abcdef' AS VARCHAR(3))`` (Hive: ``'abc'``) would fold to
+``'abcdef'`` and prune the files holding ``'abc'``.
 
 Operators map to Hive's function names (see :mod:`storage_handler.expr.nodes`); a small set of common functions
 keeps its name and arguments (``upper(x)``); any other construct the model has no node for (``CASE``, struct
@@ -26,6 +29,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from storage_handler.decode.literals import cast_constant
 from storage_handler.decode.schema import Schema, bind_column, normalize_schema
@@ -77,7 +81,8 @@ def parse_filter(text: str, schema: Schema) -> Expr:
         raise FilterError("the filter is empty; give a condition such as \"event_id = '1'\"")
     try:
         tree = sqlglot.parse_one(text, dialect="hive")
-        return _Binder(columns, text).convert(tree)
+        lengthed = any(t.token_type in _LENGTHED_STRINGS for t in sqlglot.Dialect.get_or_raise("hive").tokenize(text))
+        return _Binder(columns, text, fold_string_casts=not lengthed).convert(tree)
     except ParseError as e:
         raise _syntax_error(text, e) from e
     except TokenError as e:
@@ -126,12 +131,17 @@ def _token_error(text: str, error: TokenError) -> FilterError:
     return FilterError(f"syntax error in filter {text!r}: cannot split it into tokens ({cause})")
 
 
+#: the tokens of types sqlglot's hive dialect reads as STRING, losing their length (and char's padding)
+_LENGTHED_STRINGS = frozenset({TokenType.CHAR, TokenType.VARCHAR, TokenType.NCHAR, TokenType.NVARCHAR})
+
+
 class _Binder:
     """Converts one sqlglot tree into the expression model, binding columns against ``columns``."""
 
-    def __init__(self, columns: Mapping[str, HiveType], text: str) -> None:
+    def __init__(self, columns: Mapping[str, HiveType], text: str, *, fold_string_casts: bool = True) -> None:
         self.columns = columns
         self.text = text
+        self.fold_string_casts = fold_string_casts  # False: a char / varchar type may hide behind STRING
 
     def bind(self, name: str) -> Column:
         return bind_column(name, self.columns, self.text)
@@ -265,7 +275,7 @@ class _Binder:
         except SchemaError:
             return self.opaque(node)
         value = self.convert(node.this)
-        if isinstance(value, Constant):
+        if isinstance(value, Constant) and (self.fold_string_casts or not target.is_string):
             folded = cast_constant(value, target)
             if folded is not None:
                 return folded

@@ -179,7 +179,7 @@ class _Emitter:
             return self.maybe()
         if right.value is None:  # Hive's builder makes YES_NO_NULL of a null literal, even for <=>
             return self.maybe()
-        literal = leaf_literal(right.value, left.hive_type)
+        literal = _constant_literal(right, left.hive_type)
         if literal is None:
             return self.maybe()
         b, name = self.b, left.name
@@ -226,7 +226,7 @@ class _Emitter:
             if value.value is None and nulls:
                 out.append(None)
                 continue
-            literal = leaf_literal(value.value, column.hive_type)
+            literal = _constant_literal(value, column.hive_type)
             if literal is None:
                 return None
             out.append(literal)
@@ -251,3 +251,14 @@ class _Emitter:
         if invert:
             self.b.end()  # type: ignore[attr-defined]
         return None
+
+
+def _constant_literal(constant: Constant, column_type: HiveType) -> object | None:
+    """The leaf literal of ``constant`` compared with a column of ``column_type``; None: no exact leaf.
+
+    A ``char(n)`` constant gives none: Hive pads its value (``HiveChar``: ``'ab   '``) and strips the padding when
+    it compares it with a string (``s = CAST('ab' AS CHAR(5))`` matches ``'ab'``), while Spark keeps the spaces;
+    the value alone says neither, and a literal with its spaces pruned files Hive reads rows from."""
+    if constant.hive_type is not None and constant.hive_type.name == "char":
+        return None
+    return leaf_literal(constant.value, column_type)

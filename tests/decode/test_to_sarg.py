@@ -134,6 +134,9 @@ def test_every_literal_type(text, expected):
         "upper(y) = 'A'", "y LIKE 'a%'", "y RLIKE 'a'", "x + 1 = 2", "x = z", "x = NULL", "x > NULL", "NULL = x",
         "bin IS NULL", "arr IS NULL", "s.a = 1", "x", "TRUE", "CAST(y AS INT) = 1", "1 = 1", "x IN (z, 1)",
         "x BETWEEN z AND 5", "1 IN (x)", "CASE WHEN x = 1 THEN TRUE END",
+        # char / varchar casts: sqlglot reads them as STRING (Hive cuts to the length, pads and strips a char)
+        "y = CAST('abcdef' AS VARCHAR(3))", "y = CAST('ab   ' AS CHAR(5))", "y IN (CAST('a' AS CHAR(2)), 'b')",
+        "y < CAST('ab' AS CHAR(4)) OR x = 1",
     ],
 )
 def test_unconvertible_becomes_yes_no_null_and_is_not_pushed(text):
@@ -227,3 +230,12 @@ def test_deep_nesting_is_a_filter_error():
         expr = Call("not", (expr,))
     with pytest.raises(FilterError, match="nested too deeply"):
         to_search_argument(expr)
+
+
+def test_a_char_constant_makes_no_leaf_against_a_string_column():
+    """Hive stores a char constant padded ('ab   ') and strips the padding to compare it with a string, so
+    ``s = 'ab   '`` as a leaf would prune the files holding 'ab' (Kryo filters carry such constants)."""
+    padded = Call("=", (Column("y", HiveType("string")), Constant("ab   ", parse_hive_type("char(5)"))))
+    assert to_search_argument(padded).sarg.to_old_string() == "expr = YES_NO_NULL"
+    plain = Call("=", (Column("y", HiveType("string")), Constant("ab", HiveType("string"))))
+    assert to_search_argument(plain).sarg.to_old_string() == "leaf-0 = (EQUALS y ab), expr = leaf-0"
