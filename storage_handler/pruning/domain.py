@@ -170,11 +170,25 @@ def _double_point(number: Fraction | float) -> DomainPoint:
     return DomainPoint.between(math.nextafter(nearest, -math.inf), nearest)
 
 
+#: days a SearchArgument literal cannot tell apart from another: Hive's builder keeps one leaf per
+#: ``java.sql.Date`` / ``Timestamp`` equality, where each day of the Julian-Gregorian gap (1582-10-05..14)
+#: equals the day ten days later, so a leaf literal in these twenty days may stand for either of two
+#: proleptic days (``dt = '1582-10-05' OR dt = '1582-10-15'`` is one leaf)
+SWITCH_DAYS = (dt.date(1582, 10, 5), dt.date(1582, 10, 25))
+
+
+def _outside_switch(day: dt.date) -> dt.date:
+    if SWITCH_DAYS[0] <= day < SWITCH_DAYS[1]:
+        raise UnconvertibleLiteral(f"{day} may stand for another day: Java's calendar merges 1582-10-05..14 with "
+                                   "the ten days after")
+    return day
+
+
 def _date_point(value: object) -> DomainPoint:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             raise UnconvertibleLiteral(f"timestamp literal {value} has a time zone; Hive timestamps have none")
-        day = value.date()
+        day = _outside_switch(value.date())
         if value.time() == dt.time(0):
             return DomainPoint.at(day)
         try:
@@ -182,9 +196,9 @@ def _date_point(value: object) -> DomainPoint:
         except OverflowError:
             return DomainPoint.between(day, None)
     if isinstance(value, dt.date):
-        return DomainPoint.at(value)
+        return DomainPoint.at(_outside_switch(value))
     if isinstance(value, str):
-        return DomainPoint.at(parse_date_text(value))
+        return DomainPoint.at(_outside_switch(parse_date_text(value)))
     raise UnconvertibleLiteral(f"{type(value).__name__} literal {value!r} against a date column")
 
 
@@ -192,8 +206,10 @@ def _timestamp_point(value: object) -> DomainPoint:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             raise UnconvertibleLiteral(f"timestamp literal {value} has a time zone; Hive timestamps have none")
+        _outside_switch(value.date())
         return DomainPoint.at(value)
     if isinstance(value, dt.date):
+        _outside_switch(value)
         return DomainPoint.at(dt.datetime(value.year, value.month, value.day))
     # Text against a timestamp is refused: engines disagree on whether to compare it as text or as a timestamp.
     raise UnconvertibleLiteral(f"{type(value).__name__} literal {value!r} against a timestamp column")

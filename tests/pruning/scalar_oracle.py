@@ -21,7 +21,12 @@ from typing import Any
 import pyarrow as pa
 
 from storage_handler.pruning.bind import SchemaLike, normalize_schema
-from storage_handler.pruning.domain import COMPARABLE_TYPES, UnconvertibleLiteral, parse_date_text
+from storage_handler.pruning.domain import (
+    COMPARABLE_TYPES,
+    SWITCH_DAYS,
+    UnconvertibleLiteral,
+    parse_date_text,
+)
 from storage_handler.pruning.partitions import HIVE_DEFAULT_PARTITION, PARSED_TYPES, PARTITION_VALUES_COLUMN
 from storage_handler.pruning.tree import Leaf, leaf_from_sarg
 from storage_handler.sarg import LeafOperator, SearchArgument, TruthValue
@@ -276,6 +281,11 @@ def _literal(value: object, hive_type: HiveType) -> object:
         if not isinstance(value, bool):
             raise _Unknown
         return value
+    if name in ("date", "timestamp") and isinstance(value, (dt.date, str)):
+        day = parse_date_text(value) if isinstance(value, str) and name == "date" else value
+        if isinstance(day, dt.date) and SWITCH_DAYS[0] <= (day.date() if isinstance(day, dt.datetime) else day) \
+                < SWITCH_DAYS[1]:
+            raise _Unknown  # a day Java's equality merges with another: the leaf may stand for either
     if name == "date":
         if isinstance(value, str):
             return parse_date_text(value)

@@ -196,6 +196,21 @@ def test_dates_timestamps_and_booleans() -> None:
     assert truth(single("equals", "b", 1), stats("b", True, True)) is TV.YES_NO_NULL
 
 
+def test_literals_java_merges_with_another_day_keep_the_file() -> None:
+    """Hive's builder keeps one leaf per Java equality, where 1582-10-05 equals 1582-10-15: in
+    ``dt = '1582-10-05' OR dt = '1582-10-15'`` the second is the first's leaf, so no literal of the twenty days
+    can be trusted to mean its own day (the file holding 1582-10-15 was pruned)."""
+    switch = stats("dt", dt.date(1582, 10, 15), dt.date(1582, 10, 15))
+    sarg = builder().start_or().equals("dt", LeafType.DATE, dt.date(1582, 10, 5)) \
+        .equals("dt", LeafType.DATE, dt.date(1582, 10, 15)).end().build()
+    assert len(sarg.leaves) == 1 and truth(sarg, switch) is TV.YES_NO_NULL
+    for day in (dt.date(1582, 10, 5), dt.date(1582, 10, 14), dt.date(1582, 10, 24)):
+        assert truth(single("equals", "dt", day), switch) is TV.YES_NO_NULL
+        assert truth(single("equals", "ts", dt.datetime.combine(day, dt.time(1))), switch) is TV.YES_NO_NULL
+    assert truth(single("equals", "dt", dt.date(1582, 10, 25)), switch) is TV.NO
+    assert truth(single("equals", "dt", dt.date(1582, 10, 4)), switch) is TV.NO
+
+
 def test_in_with_a_null_item_is_not_used() -> None:
     assert truth(single("in_", "i", 5, None), R) is TV.YES_NO_NULL
 
