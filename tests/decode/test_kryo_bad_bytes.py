@@ -148,3 +148,18 @@ def test_deep_nesting_decodes_to_a_bound_then_is_a_clear_error(kryo_oracle: Orac
     assert decode_filter_expression(kryo_oracle.expression(nested(150))[0]).function == "and"
     with pytest.raises(KryoFormatError, match=f"'{EXPR_KEY}'.*nested too deeply"):
         decode_filter_expression(kryo_oracle.expression(nested(400))[0])
+
+
+def test_an_expression_node_that_is_its_own_child_is_an_error() -> None:
+    """Kryo lets a reference name an object still being read: an AND listing itself as its child (hand-written
+    bytes, plain Kryo) made the tree rebuild loop without end, growing its stack until memory ran out."""
+    tree, array = "org.apache.hadoop.hive.ql.io.sarg.ExpressionTree", "java.util.ArrayList"
+    data = (b"\x01"                                       # SearchArgumentImpl, reference 0
+            + b"\x01\x00" + kryo_name(tree) + b"\x01"      # compactExpression: a new ExpressionTree, reference 1
+            + b"\x01\x01" + kryo_name(array) + b"\x01\x01"  # its children: a new ArrayList of one element
+            + b"\x01\x00" + b"\x03"                        # ... that element: reference 1, itself
+            + b"\x00\x00" + b"\x01\x02"                     # no constant, no leaf; operator AND
+            + b"\x01\x01" + b"\x01\x00"                     # leaves: a new empty ArrayList
+            + b"\x01\x00" + b"\x03")                       # normalizedExpression: reference 1
+    with pytest.raises(FilterError, match="its own descendant"):
+        decode_search_argument(b64(data))

@@ -104,11 +104,16 @@ def _tree(root: Any, index: dict[int, int], extra: list[PredicateLeaf] | None, z
     are appended to ``extra`` and numbered after it (the compact expression may keep leaves the CNF dropped).
     """
     built: dict[int, ExpressionTree] = {}
+    open_nodes: set[int] = set()  # expanded, children not built yet: meeting one again is a cycle
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, expanded = stack.pop()
         if id(node) in built:
             continue
+        if not expanded and id(node) in open_nodes:
+            # Kryo lets a reference name an object still being read; a tree holds no such loop, and following
+            # one grew this stack without end
+            raise KryoFormatError("a SearchArgument expression node is its own descendant (a cycle)")
         if not isinstance(node, JavaObject) or node.cls != _TREE:
             raise KryoFormatError(f"a SearchArgument expression node is a {class_of(node)}")
         operator = ExprOp(_enum(node["operator"], _TREE + "$Operator", "an expression operator"))
@@ -116,9 +121,11 @@ def _tree(root: Any, index: dict[int, int], extra: list[PredicateLeaf] | None, z
         if not isinstance(children, list):
             raise KryoFormatError(f"the children of an expression node are a {class_of(children)}")
         if operator in (ExprOp.AND, ExprOp.OR, ExprOp.NOT) and not expanded:
+            open_nodes.add(id(node))
             stack.append((node, True))
             stack.extend((child, False) for child in reversed(children) if id(child) not in built)
             continue
+        open_nodes.discard(id(node))
         try:
             built[id(node)] = _make(node, operator, children, built, index, extra, zone)
         except FilterError as e:
