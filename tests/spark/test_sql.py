@@ -44,6 +44,33 @@ def test_spark_sql_with_partition_and_data_filter(spark, registered: Path) -> No
     assert len(got) > 0
 
 
+@pytest.mark.parametrize("connective", ["or", "and_not"])
+def test_a_deep_dataframe_condition_prunes(spark, registered: Path, connective: str) -> None:
+    """``reduce(|, ...)`` nests as deep as it is long; the extension sends such chains as balanced trees (JSON
+    nesting stays far from where Python's decoder stops, ~1,000 levels) and the parts of a top-level AND as
+    separate conjuncts. 150 terms: Spark's own column conversion overflows the Py4J thread's stack from ~300."""
+    import functools
+    import operator
+
+    from pyspark.sql import functions as F
+
+    from storage_handler.spark import last_scan_metrics
+
+    event_id = F.col("event_id")
+    if connective == "or":
+        terms = [event_id == -v for v in range(1, 149)] + [event_id == 5, event_id == 130]
+        condition = functools.reduce(operator.or_, terms)
+        expected, kept = [5, 130], 2
+    else:  # NOT (a OR b OR ...): Spark pushes it as ANDed <>s
+        terms = [event_id == v for v in range(121, 241)] + [event_id == -v for v in range(1, 30)]
+        condition = ~functools.reduce(operator.or_, terms) & (event_id <= 240)
+        expected, kept = list(range(1, 121)), 2  # <> prunes no range; event_id <= 240 drops 4 files
+    got = spark.table("sqltest.events").where(condition).select("event_id").collect()
+    assert sorted(r.event_id for r in got) == expected
+    metrics = last_scan_metrics("sqltest.events")
+    assert (metrics["files_kept"], metrics["files_total"]) == (kept, 6), metrics
+
+
 def test_pyhive_count_matches(hiveserver2, registered: Path) -> None:
     from pyhive import hive
 

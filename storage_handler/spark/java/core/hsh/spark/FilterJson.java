@@ -7,7 +7,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Deque;
+import java.util.List;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.util.DateTimeUtils;
 import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
@@ -45,6 +49,11 @@ import scala.Option;
  */
 final class FilterJson {
   private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
+  /**
+   * The deepest JSON nesting written: the Python side's JSON reader and decoders recurse per level (Python stops
+   * near 1,000); a filter nested deeper is left out, which only prunes less.
+   */
+  static final int MAX_DEPTH = 200;
 
   private FilterJson() {}
 
@@ -95,41 +104,47 @@ final class FilterJson {
         complete[0] = false;
         continue;
       }
-      ObjectNode node = encodeConjunct(f.get(), complete);
-      if (node != null) out.add(node);
+      encodeConjunct(f.get(), out, complete);
     }
     return new Encoded(out, complete[0]);
   }
 
   /**
-   * A conjunct: under a top-level AND an unencodable side may be dropped (then {@code complete[0]} is cleared);
-   * null when nothing is left.
+   * The parts of a top-level AND, each its own element of {@code out} (the list is AND-ed): an unencodable part
+   * is dropped and {@code complete[0]} cleared.
    */
-  private static ObjectNode encodeConjunct(Filter f, boolean[] complete) {
-    if (f instanceof And) {
-      And and = (And) f;
-      ObjectNode left = encodeConjunct(and.left(), complete);
-      ObjectNode right = encodeConjunct(and.right(), complete);
-      if (left == null || right == null) return left == null ? right : left;
-      return pair("And", left, right);
+  private static void encodeConjunct(Filter f, ArrayNode out, boolean[] complete) {
+    for (Filter part : operands(f, true)) {
+      ObjectNode exact = encodeExact(part, 1);
+      if (exact == null) {
+        complete[0] = false;
+      } else {
+        out.add(exact);
+      }
     }
-    ObjectNode exact = encodeExact(f);
-    if (exact == null) complete[0] = false;
-    return exact;
   }
 
-  /** The exact encoding of {@code f}, or null when any part of it has none. */
-  private static ObjectNode encodeExact(Filter f) {
+  /**
+   * The exact encoding of {@code f} at JSON nesting {@code depth}, or null when any part of it has none -- or when
+   * it would nest deeper than {@link #MAX_DEPTH}. Chains of one connective ({@code a OR b OR c ...}, which a
+   * DataFrame's {@code reduce} makes a thousand levels deep) are written as balanced trees of the same meaning.
+   */
+  private static ObjectNode encodeExact(Filter f, int depth) {
+    if (depth > MAX_DEPTH) return null;
     if (f instanceof And || f instanceof Or) {
-      Filter l = f instanceof And ? ((And) f).left() : ((Or) f).left();
-      Filter r = f instanceof And ? ((And) f).right() : ((Or) f).right();
-      ObjectNode left = encodeExact(l);
-      ObjectNode right = encodeExact(r);
-      if (left == null || right == null) return null;
-      return pair(f instanceof And ? "And" : "Or", left, right);
+      boolean and = f instanceof And;
+      List<Filter> operands = operands(f, and);
+      int height = 32 - Integer.numberOfLeadingZeros(operands.size() - 1); // of the balanced tree over them
+      List<ObjectNode> parts = new ArrayList<>(operands.size());
+      for (Filter operand : operands) {
+        ObjectNode part = encodeExact(operand, depth + height);
+        if (part == null) return null;
+        parts.add(part);
+      }
+      return balanced(and ? "And" : "Or", parts, 0, parts.size());
     }
     if (f instanceof Not) {
-      ObjectNode child = encodeExact(((Not) f).child());
+      ObjectNode child = encodeExact(((Not) f).child(), depth + 1);
       return child == null ? null : node("Not").set(Contract.filterField("Not", "child"), child);
     }
     if (f instanceof IsNull) return attribute("IsNull", ((IsNull) f).attribute());
@@ -171,6 +186,32 @@ final class FilterJson {
       return out;
     }
     return null; // AlwaysTrue/AlwaysFalse and anything newer: prune less, never wrongly
+  }
+
+  /** The operands of a chain of {@code And} (or {@code Or}) in order, without recursion however long it is. */
+  private static List<Filter> operands(Filter f, boolean and) {
+    List<Filter> out = new ArrayList<>();
+    Deque<Filter> stack = new ArrayDeque<>();
+    stack.push(f);
+    while (!stack.isEmpty()) {
+      Filter g = stack.pop();
+      if (and && g instanceof And) {
+        stack.push(((And) g).right());
+        stack.push(((And) g).left());
+      } else if (!and && g instanceof Or) {
+        stack.push(((Or) g).right());
+        stack.push(((Or) g).left());
+      } else {
+        out.add(g);
+      }
+    }
+    return out;
+  }
+
+  private static ObjectNode balanced(String op, List<ObjectNode> parts, int from, int to) {
+    if (to - from == 1) return parts.get(from);
+    int mid = (from + to) >>> 1;
+    return pair(op, balanced(op, parts, from, mid), balanced(op, parts, mid, to));
   }
 
   private static ObjectNode node(String op) {
