@@ -63,14 +63,16 @@ def prune_partition_names(evaluator: PredicateEvaluator | None, names: Sequence[
                           table: str = "?") -> list[str]:
     """The names of the partitions that may hold a matching row (all of them without an evaluator).
 
-    A name with a default-partition value is always kept: the metastore names a partition whose value is the
+    A default-partition value in a name may be NULL or ``''``: the metastore names a partition whose value is the
     empty string ``k=__HIVE_DEFAULT_PARTITION__`` too (``makePartName``), and Spark and Hive read that value as
-    ``''``, not NULL. Which one it is shows only in the fetched partition's values, which the files are evaluated
-    with (``list_status`` evaluates partition leaves per file)."""
+    ``''``. Such a name is kept when either reading may match; the fetched partition's own values decide for its
+    files (``list_status`` evaluates partition leaves per file)."""
     if evaluator is None or not names:
         return list(names)
-    keep = evaluator.eval(partition_batch(names, keys, table))
-    text = pa.array(names, pa.string())
-    maybe_empty = pc.match_substring(text, f"={HIVE_DEFAULT_PARTITION}")
-    keep = pc.or_(pc.fill_null(keep, False), maybe_empty)
+    batch = partition_batch(names, keys, table)
+    keep = evaluator.eval(batch)
+    maps = batch.column(PARTITION_VALUES_COLUMN).combine_chunks()
+    if maps.items.null_count:
+        empty = pa.MapArray.from_arrays(maps.offsets, maps.keys, pc.fill_null(maps.items, ""))
+        keep = pc.or_(keep, evaluator.eval(pa.table({PARTITION_VALUES_COLUMN: empty})))
     return [names[i] for i in pc.indices_nonzero(keep).to_pylist()]
