@@ -6,8 +6,8 @@ Which types get statistics, and why (measured against Hive Metastore 2.3.10 from
 Hive type              Thrift union field  published
 =====================  ==================  ==========================================================================
 tinyint .. bigint      ``longStats``       low/high, numNulls, numDVs (the lower bound the footers prove, see below)
-float, double          ``doubleStats``     numNulls, numDVs; low/high only when the index bounds them from the data
-                                           (``hsh.stats.scan_float_columns``: footers cannot exclude NaN) and finite
+float, double          ``doubleStats``     only when the index bounds them from the data (``hsh.stats.
+                                           scan_float_columns``: footers cannot exclude NaN) and finite
 decimal(p,s)           ``decimalStats``    low/high as Java's ``BigInteger`` bytes of the unscaled value at scale s
 date                   ``dateStats``       low/high as days since 1970-01-01
 boolean                ``booleanStats``    only when numTrues/numFalses are exact: all values alike, or all null
@@ -18,7 +18,12 @@ timestamp              --                  nothing: Hive 2.3/3 keep it as ``long
 complex types          --                  nothing (the index does not bound them)
 =====================  ==================  ==========================================================================
 
-``numNulls`` is required everywhere: a column whose null count is unknown in any file gets nothing. ``numDVs`` is
+``numNulls`` is required everywhere: a column whose null count is unknown in any file gets nothing. So does a
+column with values whose bounds the index does not know (floats without a data scan, a file with dates before
+1582 or values out of the column's range): the metastore counts every column written as accurate
+(``COLUMN_STATS_ACCURATE``), and Hive 2 with ``hive.compute.query.using.stats`` answers ``min`` / ``max`` of an
+accurate column without bounds as if it held no values (NULL for a table, the partition left out of a partitioned
+one). ``numDVs`` is
 required too and has no "unknown": Parquet footers hold no distinct counts, so we write the count the footers
 *prove* -- 0 when there is no non-null value, 1 when the bounds are equal (or unknown), 2 when they differ. Never 0
 next to bounds: the metastore's aggregation divides ``(high - low) / numDVs`` in SQL (a division by zero on Derby,
@@ -177,7 +182,14 @@ def column_stats_obj(name: str, col: ColumnSummary, rows: int | None) -> hms.Col
             return None
         data = hms.ColumnStatisticsData(booleanStats=hms.BooleanColumnStatsData(
             numTrues=trues, numFalses=falses, numNulls=col.nulls))
+    if kind != "boolean" and non_null != 0 and not _has_bounds(data):
+        return None  # values whose range is unknown: an object without bounds would say "no values" (see above)
     return hms.ColumnStatisticsObj(colName=name.lower(), colType=col.hive_type.lower(), statsData=data)
+
+
+def _has_bounds(data: hms.ColumnStatisticsData) -> bool:
+    stats = data.longStats or data.doubleStats or data.decimalStats or data.dateStats
+    return stats is not None and stats.lowValue is not None and stats.highValue is not None
 
 
 def column_objects(summary: Summary) -> list[hms.ColumnStatisticsObj]:

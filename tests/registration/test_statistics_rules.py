@@ -51,7 +51,6 @@ def test_distinct_counts_are_the_lower_bound_the_footers_prove_never_zero_next_t
     assert ndv(H.ColumnSummary("int", 3, 3, 0), 10) == 1
     assert ndv(H.ColumnSummary("int", 3, 4, 0), 10) == 2
     assert ndv(H.ColumnSummary("int", None, None, 10), 10) == 0  # all null: no value, no bounds
-    assert ndv(H.ColumnSummary("double", None, None, 2), 10) == 1  # values, bounds unknown
     assert ndv(H.ColumnSummary("date", -400, 20000, 0), 10) == 2
 
 
@@ -62,21 +61,29 @@ def test_distinct_counts_are_the_lower_bound_the_footers_prove_never_zero_next_t
     H.ColumnSummary("timestamp", 1, 2, 0), H.ColumnSummary("array<int>", None, None, 0),
     H.ColumnSummary("boolean", False, True, 0),  # both kinds: true/false counts unknown
     H.ColumnSummary("int", 1, 2, 11),  # more nulls than rows: the index contradicts itself
-], ids=["nulls_unknown", "string", "varchar", "char", "binary", "timestamp", "array", "mixed_bool", "bad_nulls"])
+    # values whose range is unknown: the metastore vouches for every column written, and Hive 2 then answers
+    # max(c) as NULL (or leaves the partition out) from an object without bounds
+    H.ColumnSummary("double", None, None, 2), H.ColumnSummary("int", None, None, 0),
+    H.ColumnSummary("date", None, 5, 0), H.ColumnSummary("decimal(5,2)", None, None, 1),
+    H.ColumnSummary("double", float("-inf"), 2.0, 1), H.ColumnSummary("double", 1.0, float("nan"), 1),
+], ids=["nulls_unknown", "string", "varchar", "char", "binary", "timestamp", "array", "mixed_bool", "bad_nulls",
+        "double_unbounded", "int_unbounded", "date_half", "decimal_unbounded", "double_inf", "double_nan"])
 def test_what_footers_cannot_say_is_not_published(col: H.ColumnSummary) -> None:
     assert H.column_stats_obj("c", col, 10) is None
 
 
-def test_booleans_only_with_exact_counts_and_non_finite_floats_without_bounds() -> None:
+def test_unbounded_values_with_unknown_row_counts_are_not_published() -> None:
+    assert H.column_stats_obj("c", H.ColumnSummary("int", None, None, 0), None) is None
+    assert H.column_stats_obj("c", H.ColumnSummary("int", 1, 2, 0), None) is not None
+
+
+def test_booleans_only_with_exact_counts_and_all_null_columns_without_bounds() -> None:
     true = H.column_stats_obj("b", H.ColumnSummary("boolean", True, True, 3), 10)
     assert true is not None and (true.statsData.booleanStats.numTrues, true.statsData.booleanStats.numFalses) == (7, 0)
     nulls = H.column_stats_obj("b", H.ColumnSummary("boolean", None, None, 10), 10)
     assert nulls is not None and nulls.statsData.booleanStats.numNulls == 10
-    for low, high in ((float("-inf"), 2.0), (1.0, float("nan"))):
-        obj = H.column_stats_obj("d", H.ColumnSummary("double", low, high, 1), 10)
-        assert obj is not None
-        data = obj.statsData.doubleStats
-        assert (data.lowValue, data.highValue, data.numNulls, data.numDVs) == (None, None, 1, 1)
+    all_null = H.column_stats_obj("d", H.ColumnSummary("double", None, None, 10), 10)
+    assert all_null is not None and all_null.statsData.doubleStats.numDVs == 0  # no values: nothing to bound
     zero = H.column_stats_obj("d", H.ColumnSummary("float", -0.0, 0.0, 0), 1)
     assert zero is not None and str(zero.statsData.doubleStats.lowValue) == "0.0"  # the metastore keeps 0.0
 
