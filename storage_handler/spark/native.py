@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from storage_handler.input_format import FileStatus, ListStatusResult
     from storage_handler.table_desc import TableDesc
+    from storage_handler.types import HiveType
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +96,21 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
     df = _over_kept_files(spark, factory, desc, result) if factory is not None else \
         _over_paths(spark, desc, result.files)
     # named like the table, as spark.table(...) is, so that `where` may say t.x or correlate a subquery with it
-    df = df.select(*[f"`{n.replace('`', '``')}`" for n, _ in desc.schema]).alias(desc.name.split(".")[-1])
+    df = df.select(*[_as_spark_reads(n, t) for n, t in desc.schema]).alias(desc.name.split(".")[-1])
     return df.where(where) if where else df
+
+
+def _as_spark_reads(name: str, hive_type: HiveType) -> Any:
+    """The column as Spark's read of the table gives it: a ``char(n)`` padded with spaces to ``n`` characters
+    (read-side padding; a longer value stays whole). The DataFrame's type is ``string`` either way, so ``where``
+    compares a char column as a string here: write its literals padded."""
+    from pyspark.sql import functions as F
+
+    column = F.col(f"`{name.replace('`', '``')}`")
+    if hive_type.name == "char" and hive_type.length is not None:
+        n = hive_type.length
+        column = F.when(F.length(column) < n, F.rpad(column, n, " ")).otherwise(column).alias(name)
+    return column
 
 
 def _relations(spark: SparkSession) -> Any:
@@ -165,8 +179,8 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
     """Without the extension: ``spark.read.parquet`` over the kept files' paths (Spark stats each one).
 
     Files under the table folder are read in one go, their partition values parsed by Spark from the ``k=v``
-    folders below ``basePath``. A partition registered elsewhere has no such folders: its files are read on their
-    own, with the metastore's values as typed literals, and unioned in.
+    folders below ``basePath``. A partition registered elsewhere (outside the table folder, or at a folder under it
+    not named after its values) is read on its own, with the metastore's values as typed literals, and unioned in.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -178,8 +192,11 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
             {"name": n, "type": spark_type_json(t), "nullable": True, "metadata": {}} for n, t in pairs]})
 
     schema = struct(desc.schema)
-    inside = [f for f in files if not is_absolute(f.path)]
-    outside = [f for f in files if is_absolute(f.path)]
+    # Spark's discovery gives a file the values of its folders' names: right only for a file directly in the
+    # folder Hive names after its partition's values; any other (a partition registered at another folder under
+    # the table, or outside it) is read with the metastore's values
+    inside = [f for f in files if not is_absolute(f.path) and _in_own_folder(f)]
+    outside = [f for f in files if is_absolute(f.path) or not _in_own_folder(f)]
     frames = []
     root = file_uri(parse_location(desc.location).uri).rstrip("/")
     if inside:
@@ -203,11 +220,22 @@ def _over_paths(spark: SparkSession, desc: TableDesc, files: Sequence[FileStatus
     return out
 
 
-
-
 def explain_json(spark: SparkSession, table: str, where: str | None = None) -> str:
     """The scan decision for ``read_table`` as JSON (what would be read), without building a DataFrame."""
     from storage_handler.handler import list_status_for
 
     result, _ = list_status_for(load_table_desc(spark, table), where)
     return json.dumps(result.metrics.as_dict())
+
+
+def _in_own_folder(f: FileStatus) -> bool:
+    """Whether ``f`` (relative to the table folder) lies directly in the folder Hive names after its partition's
+    values (``k1=v1/k2=v2/``), where Spark's partition discovery reads exactly those values."""
+    from storage_handler.hive_paths import partition_path
+
+    folder = f.path.rpartition("/")[0]
+    if not f.partition_values:
+        return folder == ""
+    if any(v == "" for _, v in f.partition_values):
+        return False  # named like the default partition, which Spark's discovery reads as NULL
+    return folder == partition_path(list(f.partition_values))

@@ -26,13 +26,18 @@ _TIMESTAMP = re.compile(
     r"(?:[ T]([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]{1,9}))?)?)?"
     r"\s*(Z|UTC|[+-][0-9]{2}:?[0-9]{2})?"
 )
+_TRIMMED = "".join(map(chr, range(33))) + "\x7f"
 _TRUE = frozenset({"t", "true", "y", "yes", "1"})
 _FALSE = frozenset({"f", "false", "n", "no", "0"})
 
 
 def spark_cast(text: str, target: pa.DataType) -> Any:
-    """``text`` cast to ``target`` as Spark casts a string; None where Spark gives NULL."""
-    text = text.strip()
+    """``text`` cast to ``target`` as Spark casts a string; None where Spark gives NULL. A string stays whole;
+    casts to other types first trim what Spark's ``trimAll`` trims (ASCII controls, space and DEL, never
+    Unicode spaces)."""
+    if pa.types.is_string(target) or pa.types.is_large_string(target):
+        return text
+    text = text.strip(_TRIMMED)
     try:
         if pa.types.is_integer(target):
             return _integer(text, target.bit_width)
@@ -46,8 +51,6 @@ def spark_cast(text: str, target: pa.DataType) -> Any:
             return _date(text)
         if pa.types.is_timestamp(target):
             return _timestamp(text)
-        if pa.types.is_string(target) or pa.types.is_large_string(target):
-            return text
     except (ValueError, OverflowError, InvalidOperation):
         return None
     return pa.array([text], pa.string()).cast(target)[0].as_py()  # binary and the rest: pyarrow's cast

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage_handler.errors import DatasetError
+from storage_handler.spark.legacy_calendar import legacy_modes, rebase_dates, refuse_old_timestamps
 from storage_handler.spark.partition_text import spark_cast
 from storage_handler.split import Split
 from storage_handler.stats import indexed_columns
@@ -40,12 +41,16 @@ def cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: s
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
+    array = _names_as_declared(array, target)
     if array.type.equals(target):
         return array
     if pa.types.is_timestamp(array.type) and pa.types.is_timestamp(target):
         if array.type.tz is None:
             array = pc.assume_timezone(array, "UTC") if target.tz else array
         return array.cast(target, safe=False)  # ns -> us truncates sub-microsecond digits, as Spark does
+    if (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)) and pa.types.is_string(target):
+        # Spark reads a plain BINARY column into a string column byte for byte; Arrow's cast would check UTF-8
+        return (array if pa.types.is_binary(array.type) else array.cast(pa.binary())).view(pa.string())
     try:
         return array.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -53,6 +58,40 @@ def cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: s
             f"column {name!r} in {path} has type {array.type}, which cannot be read as the table's {target}; "
             "run `hsh sync` to see the schema conflict"
         ) from e
+
+
+def pad_char(array: pa.Array, hive_type: HiveType) -> pa.Array:
+    """A ``char(n)`` column's values padded with spaces to ``n`` characters, as Spark's read-side padding does
+    (longer values are left whole)."""
+    if hive_type.name != "char" or hive_type.length is None:
+        return array
+    return pc.utf8_rpad(array, width=hive_type.length, padding=" ")
+
+
+def _names_as_declared(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """Struct fields renamed to the declared spelling where they differ only in case (Spark matches them so;
+    Arrow's cast matches names exactly and would read the field as NULL), through lists and nested structs."""
+    if pa.types.is_struct(array.type) and pa.types.is_struct(target):
+        declared = {target.field(i).name.lower(): target.field(i) for i in range(target.num_fields)}
+        names, children = [], []
+        for i in range(array.type.num_fields):
+            field = array.type.field(i)
+            match = declared.get(field.name.lower())
+            names.append(match.name if match is not None else field.name)
+            child = array.field(i)
+            children.append(_names_as_declared(child, match.type) if match is not None else child)
+        if names == [array.type.field(i).name for i in range(array.type.num_fields)] and all(
+                c.type.equals(array.type.field(i).type) for i, c in enumerate(children)):
+            return array
+        return pa.StructArray.from_arrays(children, names=names, mask=array.is_null())
+    if (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)) and (
+            pa.types.is_list(target) or pa.types.is_large_list(target)):
+        values = _names_as_declared(array.values, target.value_type)
+        if values is array.values:
+            return array
+        kind = pa.ListArray if pa.types.is_list(array.type) else pa.LargeListArray
+        return kind.from_arrays(array.offsets, values, mask=array.is_null())
+    return array
 
 
 def row_groups_to_read(
@@ -92,9 +131,11 @@ def read_split(
     full = absolute_path(location, split.path)
     try:
         filesystem, path = storage_for(full, conf).arrow_filesystem(full)
-        pf = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
+        # INT96 as microseconds, as Spark reads it: pyarrow's nanoseconds overflow outside 1677..2262
+        pf = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True, coerce_int96_timestamp_unit="us")
     except (OSError, pa.ArrowException) as e:
         raise DatasetError(f"cannot read data file {full}: {e}") from e
+    legacy = _legacy_columns(pf)
     present = {name.lower(): name for name in pf.schema_arrow.names}
     wanted = [present[n] for n, _ in columns if n in present]
     groups = (list(split.row_groups) if split.row_groups is not None
@@ -103,13 +144,40 @@ def read_split(
     for batch in pf.iter_batches(batch_size=batch_size, row_groups=groups, columns=wanted):
         n = batch.num_rows
         arrays: list[pa.Array] = []
-        for i, (name, _t) in enumerate(columns):
+        for i, (name, hive_type) in enumerate(columns):
             target = schema.field(i).type
             if name in present:
-                arrays.append(cast_column(batch.column(present[name]), target, name, str(full)))
+                array = cast_column(batch.column(present[name]), target, name, str(full))
+                if present[name] in legacy:
+                    array = _as_spark_rebases(array, present[name], str(full))
+                arrays.append(pad_char(array, hive_type))
             else:
                 arrays.append(pa.nulls(n, target))
         for j, (name, _type) in enumerate(partition_keys):
             target = schema.field(len(columns) + j).type
             arrays.append(partition_array(parts.get(name), target, n))
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _legacy_columns(pf: pq.ParquetFile) -> frozenset[str]:
+    """The file's top-level date and timestamp columns written in the hybrid calendar (:mod:`.legacy_calendar`)."""
+    dates_legacy, int96_legacy = legacy_modes(pf.metadata.metadata)
+    if not (dates_legacy or int96_legacy):
+        return frozenset()
+    out = set()
+    for i in range(len(pf.schema)):
+        leaf = pf.schema.column(i)
+        if "." in leaf.path:
+            continue
+        int96 = str(leaf.physical_type) == "INT96"
+        if (int96 and int96_legacy) or (not int96 and dates_legacy):
+            out.add(leaf.path)
+    return frozenset(out)
+
+
+def _as_spark_rebases(array: pa.Array, column: str, path: str) -> pa.Array:
+    if pa.types.is_date32(array.type):
+        return rebase_dates(array)
+    if pa.types.is_timestamp(array.type):
+        refuse_old_timestamps(array, column, path)
+    return array

@@ -121,10 +121,14 @@ def odd_partitions(tmp_path_factory, metastore_uri: str) -> Path:
     name = parse_table_name("model.odd")
     with MetastoreClient(metastore_uri) as client:
         apply_registration(client, plan_registration(client, name, str(root)))
+        write_parquet(root / "dt=zzz" / "f.parquet", _ints(300))  # under the table, named after other values
+        write_parquet(root / "custom" / "f.parquet", _ints(400))  # under the table, not named k=v
         table = client.get_table(name.database, name.table)
         client.add_partitions(name.database, name.table, [
             build_partition(table, [""], str(base / "empty")),
             build_partition(table, ["h"], f"file:{base / 'h#1?x'}"),
+            build_partition(table, ["m"], str(root / "dt=zzz")),
+            build_partition(table, ["k"], str(root / "custom")),
         ])
     return base
 
@@ -140,7 +144,21 @@ def test_empty_values_and_odd_folders_read_as_plain_spark(spark, hms, metastore_
     assert kept >= {dt for dt, _ in expected}, where
     assert _rows(spark, sql) == expected, where
     if where == "true":
-        assert {dt for dt, _ in expected} == {"a", "", "h"} and not any(v >= 900 for _, v in expected)
+        assert {dt for dt, _ in expected} == {"a", "", "h", "m", "k"} and not any(v >= 900 for _, v in expected)
+
+
+@pytest.mark.parametrize("where", ["dt = 'm'", "dt = 'k'", "v >= 300", None])
+def test_read_table_without_the_extension_reads_the_metastores_values(spark, odd_partitions: Path, monkeypatch,
+                                                                      where: str | None) -> None:
+    """Without the extension's classes read_table reads files under the table folder with Spark's partition
+    discovery: a partition registered at dt=zzz read as 'zzz' (and dt = 'm' found nothing), one at custom/ failed
+    the read (CONFLICTING_DIRECTORY_STRUCTURES)."""
+    from storage_handler.spark import native, read_table
+
+    monkeypatch.setattr(native, "_relations", lambda spark: None)
+    got = sorted((tuple(r) for r in read_table(spark, "model.odd", where).select("dt", "v").collect()), key=repr)
+    assert got == _plain(spark, f"SELECT dt, v FROM model.odd WHERE {where or 'true'}")
+    assert got
 
 
 def test_read_table_reads_partitions_outside_the_table_folder(spark, changed_table) -> None:

@@ -208,3 +208,24 @@ def test_varchar_values_longer_than_the_column_are_read_whole(spark, catalog, tm
         ours = canonical(spark.sql(f"SELECT v, k FROM {handled} WHERE {where}").collect())
         assert ours == canonical(spark.sql(f"SELECT v, k FROM {plain} WHERE {where}").collect()), where
     assert canonical(spark.sql(f"SELECT k FROM {handled} WHERE v = 'xyzzz'").collect()) == [(1,)]
+
+
+def test_read_table_pads_char_columns_as_spark_reads_them(spark, metastore_uri: str, tmp_path: Path) -> None:
+    """A ``char(5)`` column reads padded to 5 characters in Spark's read of the table; read_table's relation
+    (declared ``string``) gave 'ab', and ``c = 'ab   '`` found nothing there."""
+    from metastore.client import MetastoreClient
+    from storage_handler.spark import read_table
+
+    root = tmp_path / "chars"
+    root.mkdir()
+    pq.write_table(pa.table({"c": ["ab", "abcde", None], "i": [1, 2, 3]}), root / "f.parquet")
+    _register(metastore_uri, "edges.chars", root)
+    with MetastoreClient(metastore_uri) as client:  # registration infers string; a user may declare char(5)
+        table = client.get_table("edges", "chars")
+        table.sd.cols[0].type = "char(5)"
+        client.alter_table(table)
+    spark.sql("REFRESH TABLE edges.chars")
+    plain = sorted(tuple(r) for r in spark.sql("SELECT i, c FROM edges.chars").collect())
+    assert plain == [(1, "ab   "), (2, "abcde"), (3, None)]
+    assert sorted(tuple(r) for r in read_table(spark, "edges.chars").select("i", "c").collect()) == plain
+    assert [r.i for r in read_table(spark, "edges.chars", "c = 'ab   '").collect()] == [1]
