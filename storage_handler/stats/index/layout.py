@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,6 +41,7 @@ from storage_handler.stats.columns import (
 )
 from storage_handler.stats.files.file_list import DataFile, FileList
 from storage_handler.stats.index.file_stats import FileStats, StatsOptions
+from storage_handler.stats.index.racy import trusted_versions
 from storage_handler.stats.membership.columns import MEMBERSHIP_KEY, membership_arrays, membership_fields
 from storage_handler.stats.membership.spec import MembershipSpec
 from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow, parse_hive_type
@@ -147,7 +149,8 @@ def stats_table(
         pa.array([f.path for f in files], pa.string()),
         pa.array([int(f.size) for f in files], pa.int64()),
         pa.array([int(f.mtime_ms) for f in files], pa.int64()),
-        pa.array([f.version for f in files], pa.string()),
+        trusted_versions(np.array([int(f.mtime_ms) for f in files], np.int64),
+                         pa.array([f.version for f in files], pa.string())),
         pa.array([s.num_records for s in stats], pa.int64()),
         pa.array([list(dict(f.partition_values).items()) for f in files], PARTITION_TYPE),
         struct_of(lambda s, c: s.column(c).min, bounds_type),

@@ -24,6 +24,7 @@ from storage_handler.stats.footers.native_reader import raw_of
 from storage_handler.stats.footers.raw import RawFooters
 from storage_handler.stats.index.file_stats import StatsOptions, planned_leaves, schema_column_stats
 from storage_handler.stats.index.layout import PARTITION_TYPE, columns_of, in_path_order, index_schema
+from storage_handler.stats.index.racy import trusted_versions
 from storage_handler.types import HiveType, hive_to_arrow
 
 
@@ -59,7 +60,7 @@ def footer_rows(columns: Sequence[tuple[str, HiveType]], files: FileList, raw: R
         files.paths,
         pa.array(files.sizes, pa.int64()),
         pa.array(files.mtimes, pa.int64()),
-        files.versions,
+        trusted_versions(files.mtimes, files.versions),
         pa.array(num_rows, pa.int64(), mask=num_rows < 0),
         partition_maps(files),
         *(_struct([column(i, which) for i in range(len(cols))], schema.field(name).type, n)
