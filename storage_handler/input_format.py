@@ -239,7 +239,8 @@ class ParquetInputFormat:
             partitions_kept = len(kept_parts)
             prefixes = index_prefixes(conf.location, kept_parts)
             t1 = time.perf_counter()
-            listed = list_partition_batch(conf.location, keys, kept_parts, table=conf.table, storage=storage)
+            listed = list_partition_batch(conf.location, keys, kept_parts, table=conf.table, storage=storage,
+                                          conf=job_conf)
         else:
             t1 = time.perf_counter()
             listed = list_table_batch(conf.location, table=conf.table, storage=storage)

@@ -105,10 +105,11 @@ class IndexMetaHook:
         if self.partitions is None or not keys:
             return known
         root = self._root(desc)
-        storage = storage_for(root, s3a_settings(desc.parameters))
+        settings = s3a_settings(desc.parameters)
+        storage = storage_for(root, settings)
         outside = [p for p in self.partitions.by_names(self.partitions.names()) if not is_under(root, p.location)]
         inside = known if known is not None else list_data_files(root, keys, storage)
-        return inside + list_partition_files(root, keys, outside, table=desc.name, storage=storage)
+        return inside + list_partition_files(root, keys, outside, table=desc.name, storage=storage, conf=settings)
 
     def _root(self, desc: TableDesc) -> str:
         return self.storage_root or desc.location

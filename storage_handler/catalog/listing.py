@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -104,8 +104,11 @@ class ScanFiles:
 
 def list_partition_batch(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
                          threads: int | None = None, table: str = "?",
-                         storage: Storage | None = None) -> ScanFiles:
-    """The data files of ``partitions`` as columns, sorted by path, their partition values the metastore's."""
+                         storage: Storage | None = None, conf: Mapping[str, str] | None = None) -> ScanFiles:
+    """The data files of ``partitions`` as columns, sorted by path, their partition values the metastore's.
+
+    ``storage``: the table folder's; a partition on another store (another bucket) gets its own, from ``conf``
+    (the table's ``fs.s3a.*`` settings, per-bucket ones included)."""
     root = parse_location(table_location)
     lowered = [k.lower() for k in keys]
     located = []
@@ -118,7 +121,7 @@ def list_partition_batch(table_location: str, keys: Sequence[str], partitions: S
 
     def one(item: tuple[str, Partition, Location]) -> DirListing | None:
         _prefix, partition, folder = item
-        store = storage if storage is not None and _same_store(folder, root) else storage_for(folder.uri)
+        store = storage if storage is not None and _same_store(folder, root) else storage_for(folder.uri, conf)
         listing = store.list_dir(folder.uri)
         if listing is None:
             _warn_missing(table, partition)
@@ -189,10 +192,10 @@ def list_table_batch(table_location: str, *, table: str = "?", storage: Storage 
 
 def list_partition_files(table_location: str, keys: Sequence[str], partitions: Sequence[Partition], *,
                          threads: int | None = None, table: str = "?",
-                         storage: Storage | None = None) -> FileList:
+                         storage: Storage | None = None, conf: Mapping[str, str] | None = None) -> FileList:
     """The data files of ``partitions``, sorted by path, their partition values the metastore's."""
     return list_partition_batch(table_location, keys, partitions, threads=threads, table=table,
-                                storage=storage).data_files()
+                                storage=storage, conf=conf).data_files()
 
 
 def list_table_files(table_location: str, *, table: str = "?", storage: Storage | None = None) -> FileList:

@@ -83,7 +83,7 @@ def list_scope(table: IndexedTable, partitions: Sequence[Partition] | None) -> t
     if partitions is None:
         return list_table_files(table.location, table=table.name, storage=storage), None
     files = list_partition_files(table.location, table.partition_keys, partitions, table=table.name,
-                                 storage=storage)
+                                 storage=storage, conf=table.conf)
     folders = {(index_prefixes(table.location, [p]) or [""])[0] for p in partitions}
     return files, sorted(folders)
 

@@ -200,3 +200,23 @@ def test_a_key_with_spaces_and_unicode(metastore_uri, hms):
     scan = hsh(metastore_uri, "scan", "odd.t", "--where", "x = 2")
     assert scan["kept_paths"] == ["dt=a b/part 0 é.parquet"]
     assert hsh(metastore_uri, "scan", "odd.t", "--where", "x = 7")["kept_paths"] == []
+
+
+def test_a_partition_in_another_bucket_is_listed_with_that_buckets_settings(metastore_uri, hms):
+    """The table's ``fs.s3a.bucket.<name>.endpoint`` settings name the store of each bucket; the environment's
+    endpoint is down. A partition in the second bucket was listed with the environment's settings (the table's
+    were not passed on), so the scan failed -- or, with another store answering there, listed the wrong one."""
+    from storage_handler.registration.table_spec import build_partition
+
+    table_bucket, other_bucket = new_bucket(), new_bucket()
+    location = f"s3a://{table_bucket}/t"
+    put_parquet(location, "dt=a/part-0.parquet", pa.table({"x": pa.array([1, 2], pa.int64())}))
+    put_parquet(f"s3a://{other_bucket}/elsewhere", "part-0.parquet", pa.table({"x": pa.array([3, 4], pa.int64())}))
+    endpoints = [f"fs.s3a.bucket.{b}.endpoint={ENV['AWS_ENDPOINT_URL']}" for b in (table_bucket, other_bucket)]
+    hsh(metastore_uri, "register", "twob.t", location, *(a for e in endpoints for a in ("--table-property", e)))
+    table = hms.get_table("twob", "t")
+    hms.add_partitions("twob", "t", [build_partition(table, ["b"], f"s3a://{other_bucket}/elsewhere")])
+    down = {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+    scan = hsh(metastore_uri, "scan", "twob.t", "--where", "x >= 1", env=down)
+    other = f"s3a://{other_bucket}/elsewhere/part-0.parquet"
+    assert sorted(scan["kept_paths"]) == sorted(["dt=a/part-0.parquet", other])
