@@ -203,3 +203,38 @@ def test_without_observation_the_static_prefix_is_listed(spark, events) -> None:
         spark.sql(f"INSERT INTO {name} PARTITION (dt) SELECT event_id + 300, user_id, kind, amount, score, ok, ts, "
                   f"day, dt FROM {name}")
     _assert_current(root, ["dt"], spark, name)
+
+
+def test_a_query_planned_before_a_write_and_run_after_it_reads_what_spark_reads(spark, events) -> None:  # noqa: ANN001
+    """Spark lists a table's files when the query runs; the extension settles part of a query while it is planned
+    (the prefetched prune answer, an aggregate's numbers from the index). Planned, then a write, then run: the scan
+    must see the new rows (its prefetched answer was reused for 5 s), and an answer from the index must not be the
+    old one (it was, for as long as the DataFrame lived): in the driver it is planned anew, and a Spark job reading
+    the files it left refuses with a message saying to run the query again."""
+    from py4j.protocol import Py4JJavaError
+
+    name, _root = events
+    insert = f"INSERT INTO {name} PARTITION (dt='2024-01-02') SELECT 9999, 1, 'z', 1.5, 0.5, true, " \
+             "timestamp'2024-01-02 01:00:00', date'2024-01-02'"
+    rows = spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+    scan = spark.table(name).where("event_id >= 0").select("event_id")
+    scan._jdf.queryExecution().optimizedPlan()  # planned: the prune request is asked now
+    spark.sql(insert)
+    assert len(scan.collect()) == rows + 1
+    counted = spark.sql(f"SELECT count(*), max(event_id) FROM {name} WHERE event_id >= 0")
+    plan = counted._jdf.queryExecution().optimizedPlan().toString()  # planned: numbers from the index now
+    assert "files_from_index" in plan, plan
+    spark.sql(insert)
+    assert tuple(counted.collect()[0]) == (rows + 2, 9999)  # answered in the driver: planned anew
+    assert tuple(spark.sql(f"SELECT count(*), max(event_id) FROM {name} WHERE event_id >= 0").collect()[0]) == \
+        (rows + 2, 9999)
+    # a file left to read by a Spark job (not in the driver): that job refuses, naming what to do
+    with session_settings(spark, {"spark.hsh.aggregates.driverReadBytes": "0",
+                                  "spark.hsh.aggregates.minAnsweredBytes": "0"}):
+        partial = spark.sql(f"SELECT count(*) FROM {name} WHERE event_id >= 5")
+        plan = partial._jdf.queryExecution().optimizedPlan().toString()
+        assert "files_from_index" in plan and "files_read" in plan, plan
+        spark.sql(insert)
+        with pytest.raises(Py4JJavaError, match="was written after this query was planned"):
+            partial.collect()
+        assert spark.sql(f"SELECT count(*) FROM {name} WHERE event_id >= 5").collect()[0][0] == rows + 3 - 4

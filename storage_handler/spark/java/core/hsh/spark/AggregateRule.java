@@ -163,12 +163,14 @@ final class AggregateRule extends Rule<LogicalPlan> {
     }
     String note = rest.size() + " of " + files.size() + " kept files read, " + answered.size()
         + " answered from the index";
+    long writes = asked.heldAnswerWrites();
     LogicalRelation restScan = Plans.withRelation(scan, copy(fs,
-        HshFileIndex.fixed(session, index.table(), rest, note)));
+        HshFileIndex.answeredRest(session, index.table(), rest, note, writes)));
     Timings.record("aggregate_from_index", index.table().name, System.nanoTime(), "answered", answered.size(),
         "read", rest.size());
     return merged(aggregate, groups, specs, matched, below(project, filter, restScan),
-        new IndexAnswer.Marker(index.table().name, answered.size(), rest.size(), restBytes, restRows, interpreted),
+        new IndexAnswer.Marker(index.table().name, answered.size(), rest.size(), restBytes, restRows, interpreted,
+            writes, aggregate),
         inDriver);
   }
 

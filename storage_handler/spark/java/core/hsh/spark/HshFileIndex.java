@@ -64,10 +64,12 @@ public final class HshFileIndex extends FileIndexBase {
     final Set<Expression> predicates;
     final CompletableFuture<JsonNode> answer;
     final long nanos = System.nanoTime();
+    final long writes; // TableWrites' count when it was asked
 
-    Recent(Set<Expression> predicates, CompletableFuture<JsonNode> answer) {
+    Recent(Set<Expression> predicates, CompletableFuture<JsonNode> answer, long writes) {
       this.predicates = predicates;
       this.answer = answer;
+      this.writes = writes;
     }
   }
 
@@ -110,6 +112,7 @@ public final class HshFileIndex extends FileIndexBase {
    */
   HshFileIndex withQueryFilters(List<Expression> filters) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, note);
+    index.answeredAt = answeredAt;
     if (fixedFiles == null && !filters.isEmpty() && !NO_PREFETCH.get()) index.prefetch();
     return index;
   }
@@ -132,6 +135,7 @@ public final class HshFileIndex extends FileIndexBase {
   private void prefetch() {
     Map<Expression, Expression> predicates = canonical(queryFilters, List.of(), List.of());
     long start = System.nanoTime();
+    long writes = TableWrites.of(table.name);
     CompletableFuture<JsonNode> answer = CompletableFuture.supplyAsync(() -> {
       // built on this thread, off the optimizer's path: the request reads the session's settings explicitly
       // (FilterJson, Prunable), not the thread's
@@ -140,7 +144,7 @@ public final class HshFileIndex extends FileIndexBase {
       Timings.record("prefetch", table.name, start);
       return found;
     }, PREFETCH);
-    recent = new Recent(Set.copyOf(predicates.keySet()), answer);
+    recent = new Recent(Set.copyOf(predicates.keySet()), answer, writes);
   }
 
   /** Predicates by canonical form, no leaf twice, in the order given. */
@@ -173,7 +177,10 @@ public final class HshFileIndex extends FileIndexBase {
   }
 
   private List<PartitionDirectory> listed(List<Expression> exact, List<Expression> dataFilters) {
-    if (fixedFiles != null) return keep(AnswerFiles.partitions(session, table, fixedFiles), exact);
+    if (fixedFiles != null) {
+      checkUnwritten(table.name, answeredAt);
+      return keep(AnswerFiles.partitions(session, table, fixedFiles), exact);
+    }
     JsonNode answer = scanOrReuse(canonical(queryFilters, exact, dataFilters), true);
     JsonNode m = Contract.answer(answer, "metrics", table.name);
     LOG.info("hsh scan {}: kept {}/{} files, {}/{} bytes for {}", table, metric(m, "files_kept"),
@@ -200,6 +207,7 @@ public final class HshFileIndex extends FileIndexBase {
   public void refresh() {
     sizeInBytes = null; // every listing reads storage; only the size (and an answer for a few seconds) is kept
     recent = null;
+    TableWrites.wrote(table.name); // REFRESH TABLE, or Spark after a write: nothing asked before it holds
     AggregateDecisions.forget(table.name);
   }
 
@@ -212,7 +220,8 @@ public final class HshFileIndex extends FileIndexBase {
    */
   private JsonNode scanOrReuse(Map<Expression, Expression> predicates, boolean listing) {
     Recent last = recent;
-    if (last != null && System.nanoTime() - last.nanos < REUSE_NANOS && last.predicates.equals(predicates.keySet())) {
+    if (last != null && System.nanoTime() - last.nanos < REUSE_NANOS && last.predicates.equals(predicates.keySet())
+        && last.writes == TableWrites.of(table.name)) {
       if (listing) recent = null;
       long start = System.nanoTime();
       try {
@@ -224,8 +233,11 @@ public final class HshFileIndex extends FileIndexBase {
         Timings.record("answer_reused", table.name, start); // the time this call waited for it
       }
     }
+    long writes = TableWrites.of(table.name);
     JsonNode answer = scan(predicates.values(), true);
-    if (!listing) recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
+    if (!listing) {
+      recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer), writes);
+    }
     return answer;
   }
 
@@ -290,9 +302,11 @@ public final class HshFileIndex extends FileIndexBase {
    */
   HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, null);
+    index.answeredAt = answeredAt;
     Map<Expression, Expression> predicates = canonical(filters, List.of(), List.of());
+    long writes = TableWrites.of(table.name);
     JsonNode answer = PruneService.call(session, request, table.name);
-    index.recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer));
+    index.recent = new Recent(Set.copyOf(predicates.keySet()), CompletableFuture.completedFuture(answer), writes);
     return index;
   }
 
@@ -307,9 +321,33 @@ public final class HshFileIndex extends FileIndexBase {
     return last == null ? null : last.answer.getNow(null);
   }
 
-  /** An index over exactly {@code files}, described by {@code note} in plans ({@code EXPLAIN}). */
-  static HshFileIndex fixed(SparkSession session, HshTable table, JsonNode files, String note) {
-    return new HshFileIndex(session, table, List.of(), files, note);
+  /**
+   * An index over exactly {@code files}, the files an answer from the index left to read ({@code note} describes
+   * them in plans, {@code EXPLAIN}); {@code writes}: {@link TableWrites}' count when that answer was asked. A
+   * listing after a write into the table from this driver refuses: the rest of the answer is no longer true.
+   */
+  static HshFileIndex answeredRest(SparkSession session, HshTable table, JsonNode files, String note, long writes) {
+    HshFileIndex index = new HshFileIndex(session, table, List.of(), files, note);
+    index.answeredAt = writes;
+    return index;
+  }
+
+  /** {@link TableWrites}' count when the answer this index's fixed files come from was asked; -1: not checked. */
+  private long answeredAt = -1;
+
+  /** Refuses a query whose answer from the index was asked before a write into the table (see TableWrites). */
+  static void checkUnwritten(String table, long writes) {
+    if (writes >= 0 && TableWrites.of(table) != writes) {
+      throw new IllegalStateException("hsh: " + table + " was written after this query was planned, and part of "
+          + "its answer came from the index at planning; run the query again (plan it anew: spark.sql(...) or the "
+          + "DataFrame built again), or set spark.hsh.aggregates=false to plan such queries without the index");
+    }
+  }
+
+  /** The {@link TableWrites} count the held answer was asked at (after {@link #withAggregateAnswer}). */
+  long heldAnswerWrites() {
+    Recent last = recent;
+    return last == null ? -1 : last.writes;
   }
 
   HshTable table() {
@@ -325,12 +363,12 @@ public final class HshFileIndex extends FileIndexBase {
     if (!(o instanceof HshFileIndex)) return false;
     HshFileIndex other = (HshFileIndex) o;
     return table.equals(other.table) && queryFilters.equals(other.queryFilters)
-        && Objects.equals(fixedFiles, other.fixedFiles);
+        && Objects.equals(fixedFiles, other.fixedFiles) && answeredAt == other.answeredAt;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(table, queryFilters, fixedFiles);
+    return Objects.hash(table, queryFilters, fixedFiles, answeredAt);
   }
 
   @Override

@@ -71,14 +71,25 @@ final class IndexAnswer {
     final long readBytes;
     final long readRows; // as the index counts them; negative when it does not know them all
     final boolean interpreted; // whether the driver evaluates the expressions interpreted (DriverProjections)
+    final long writes; // TableWrites' count when the answer was asked
+    /** The aggregation as it was before the rewrite (driver only): planned anew once the answer is stale. */
+    final transient Aggregate original;
 
-    Marker(String table, int answered, int read, long readBytes, long readRows, boolean interpreted) {
+    Marker(String table, int answered, int read, long readBytes, long readRows, boolean interpreted, long writes,
+        Aggregate original) {
       this.table = table;
       this.answered = answered;
       this.read = read;
       this.readBytes = readBytes;
       this.readRows = readRows;
       this.interpreted = interpreted;
+      this.writes = writes;
+      this.original = original;
+    }
+
+    /** Whether the table was written from this driver since the answer was asked ({@link TableWrites}). */
+    boolean stale() {
+      return TableWrites.of(table) != writes;
     }
 
     @Override

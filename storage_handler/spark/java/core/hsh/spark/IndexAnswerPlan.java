@@ -37,8 +37,16 @@ abstract class IndexAnswerPlan extends SparkPlan {
     this.marker = marker;
   }
 
-  /** The driver's answer, or null when it could not answer (then Spark's plan must run). */
+  /**
+   * The driver's answer, or null when it could not answer (then Spark's plan must run: {@link #sparkOwn}). A
+   * write into the table from this driver since the answer was asked makes it null too: Spark plans the
+   * aggregation anew then, as its own read would list the files now.
+   */
   private List<InternalRow> rows() {
+    if (marker.stale() && marker.original != null) {
+      Timings.record("aggregate_replanned_after_write", marker.table, System.nanoTime());
+      return null;
+    }
     try {
       return IndexAnswer.answer(session(), aggregate, marker);
     } catch (Exception e) { // Scala code throws checked exceptions (IOException) undeclared
@@ -52,22 +60,28 @@ abstract class IndexAnswerPlan extends SparkPlan {
   @Override
   public InternalRow[] executeCollect() {
     List<InternalRow> rows = rows();
-    return rows == null ? IndexAnswer.sparkPlan(session(), aggregate).executeCollect()
+    return rows == null ? IndexAnswer.sparkPlan(session(), sparkOwn()).executeCollect()
         : rows.toArray(new InternalRow[0]);
   }
 
   @Override
   public InternalRow[] executeTake(int n) {
     List<InternalRow> rows = rows();
-    return rows == null ? IndexAnswer.sparkPlan(session(), aggregate).executeTake(n)
+    return rows == null ? IndexAnswer.sparkPlan(session(), sparkOwn()).executeTake(n)
         : rows.subList(0, Math.min(Math.max(n, 0), rows.size())).toArray(new InternalRow[0]);
   }
 
   @Override
   public RDD<InternalRow> doExecute() {
     List<InternalRow> rows = rows();
-    return rows == null ? IndexAnswer.sparkPlan(session(), aggregate).execute()
+    return rows == null ? IndexAnswer.sparkPlan(session(), sparkOwn()).execute()
         : sparkContext().parallelize(Scala.seq(rows), 1, ClassTag$.MODULE$.apply(InternalRow.class));
+  }
+
+  /** What Spark's plan runs when the driver does not answer: the aggregation as planned, or, once the table was
+   *  written since (its answer stale), the aggregation as it was before the rewrite, optimized anew. */
+  private Aggregate sparkOwn() {
+    return marker.stale() && marker.original != null ? marker.original : aggregate;
   }
 
   @Override

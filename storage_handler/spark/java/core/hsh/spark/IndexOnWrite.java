@@ -109,6 +109,7 @@ final class IndexOnWrite {
   static <T> T around(SparkSession session, WriteTarget target, Supplier<T> write,
       Supplier<List<Map<String, String>>> observed) {
     T result = write.get();
+    TableWrites.wrote(target.table); // queries planned before it must not use answers made before it
     long start = System.nanoTime();
     try {
       // built here, on the statement's thread: its session settings and the partitions it observed
