@@ -27,13 +27,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.decode.kryo.javatime import julian_fields
 from storage_handler.errors import DatasetError
 from storage_handler.stats.footers.convert import FIRST_TRUSTED_DAY, FIRST_TRUSTED_US
 
 SPARK_VERSION_KEY = b"org.apache.spark.version"
 LEGACY_DATETIME_KEY = b"org.apache.spark.legacyDateTime"
 LEGACY_INT96_KEY = b"org.apache.spark.legacyINT96"
-_JDN_OF_EPOCH = 2440588  # the Julian day number of 1970-01-01
 _PROLEPTIC_EPOCH = 719163  # date(1970, 1, 1).toordinal()
 
 
@@ -71,13 +71,7 @@ def refuse_old_timestamps(micros: pa.Array, column: str, path: str) -> None:
 
 def _julian_to_proleptic(days: int) -> int:
     """A day number counted in the Julian calendar -> the proleptic Gregorian day number of the same date."""
-    c = days + _JDN_OF_EPOCH + 32082
-    d = (4 * c + 3) // 1461
-    e = c - 1461 * d // 4
-    m = (5 * e + 2) // 153
-    day = e - (153 * m + 2) // 5 + 1
-    month = m + 3 - 12 * (m // 10)
-    year = d - 4800 + m // 10
+    year, month, day = julian_fields(days)
     if year < 1:
         raise DatasetError(f"a date of the year {year} in Spark's legacy hybrid calendar has no proleptic reading "
                            "here; read the table with spark.sql or storage_handler.spark.read_table")

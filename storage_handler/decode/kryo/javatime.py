@@ -55,15 +55,18 @@ def _offset_millis(millis: int, zone: dt.tzinfo) -> int:
     return offset // dt.timedelta(milliseconds=1)
 
 
-def _julian(days: int) -> dt.date:
-    """The Julian-calendar fields of ``days`` since 1970-01-01, as a ``date`` with the same year/month/day."""
+def julian_fields(days: int) -> tuple[int, int, int]:
+    """(year, month, day) in the Julian calendar of the day ``days`` after 1970-01-01 (any year, 0 and below too)."""
     c = days + _EPOCH_JDN + 32082
     d = (4 * c + 3) // 1461
     e = c - 1461 * d // 4
     m = (5 * e + 2) // 153
-    day = e - (153 * m + 2) // 5 + 1
-    month = m + 3 - 12 * (m // 10)
-    year = d - 4800 + m // 10
+    return d - 4800 + m // 10, m + 3 - 12 * (m // 10), e - (153 * m + 2) // 5 + 1
+
+
+def _julian(days: int) -> dt.date:
+    """The Julian-calendar fields of ``days`` since 1970-01-01, as a ``date`` with the same year/month/day."""
+    year, month, day = julian_fields(days)
     try:
         return dt.date(year, month, day)
     except ValueError as exc:
