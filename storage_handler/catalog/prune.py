@@ -75,4 +75,7 @@ def prune_partition_names(evaluator: PredicateEvaluator | None, names: Sequence[
     if maps.items.null_count:
         empty = pa.MapArray.from_arrays(maps.offsets, maps.keys, pc.fill_null(maps.items, ""))
         keep = pc.or_(keep, evaluator.eval(pa.table({PARTITION_VALUES_COLUMN: empty})))
+        # two or more such values: the readings mix (NULL for one, '' for another), which neither pass tried
+        several = pc.greater(pc.count_substring(pa.array(names, pa.string()), f"={HIVE_DEFAULT_PARTITION}"), 1)
+        keep = pc.or_(keep, several)
     return [names[i] for i in pc.indices_nonzero(keep).to_pylist()]

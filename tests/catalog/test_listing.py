@@ -305,3 +305,26 @@ def test_without_a_compiler_the_python_listing_is_used(tmp_path: Path, caplog: p
     finally:
         native_listing.native_lister.cache_clear()  # the next caller builds (or finds) the real one again
     assert native_listing.native_lister() is not None
+
+
+BOTH = "a=__HIVE_DEFAULT_PARTITION__/b=__HIVE_DEFAULT_PARTITION__"  # two such values: always kept
+
+
+@pytest.mark.parametrize(("where", "kept"), [
+    ("a = ''", {"a=__HIVE_DEFAULT_PARTITION__/b=x", BOTH}), ("a IS NULL", {"a=__HIVE_DEFAULT_PARTITION__/b=x", BOTH}),
+    ("a = 'v'", {"a=v/b=x", BOTH}), ("a IS NULL AND b = ''", {BOTH}),  # NULL for one, '' for the other
+    ("b = 'y'", {BOTH}), ("a <> 'v'", {"a=__HIVE_DEFAULT_PARTITION__/b=x", BOTH}),
+])
+def test_a_default_name_is_read_as_null_or_empty(where: str, kept: set[str]) -> None:
+    """The metastore names a partition valued '' like the default partition: pruning by name keeps it for any
+    reading that may match (the fetched values decide per file)."""
+    from storage_handler.catalog import prune_partition_names
+    from storage_handler.decode.hiveql import parse_filter
+    from storage_handler.decode.to_sarg import to_search_argument
+    from storage_handler.pruning import PredicateEvaluator
+    from storage_handler.types import parse_schema_text
+
+    keys = parse_schema_text("a string, b string")
+    names = ["a=v/b=x", "a=__HIVE_DEFAULT_PARTITION__/b=x", BOTH]
+    evaluator = PredicateEvaluator(to_search_argument(parse_filter(where, keys)).sarg, [], keys)
+    assert set(prune_partition_names(evaluator, names, ["a", "b"])) == kept
