@@ -76,6 +76,7 @@ def prune_partition_names(evaluator: PredicateEvaluator | None, names: Sequence[
         empty = pa.MapArray.from_arrays(maps.offsets, maps.keys, pc.fill_null(maps.items, ""))
         keep = pc.or_(keep, evaluator.eval(pa.table({PARTITION_VALUES_COLUMN: empty})))
         # two or more such values: the readings mix (NULL for one, '' for another), which neither pass tried
-        several = pc.greater(pc.count_substring(pa.array(names, pa.string()), f"={HIVE_DEFAULT_PARTITION}"), 1)
-        keep = pc.or_(keep, several)
+        nulls = np.concatenate([[0], np.cumsum(maps.items.is_null().to_numpy(zero_copy_only=False))])
+        offsets = maps.offsets.to_numpy()
+        keep = pc.or_(keep, pa.array(nulls[offsets[1:]] - nulls[offsets[:-1]] > 1))
     return [names[i] for i in pc.indices_nonzero(keep).to_pylist()]

@@ -57,11 +57,11 @@ import pyarrow.compute as pc
 from storage_handler.errors import ConfigurationError
 from storage_handler.hive_paths import is_hidden
 from storage_handler.stats.files.file_list import FileList
+from storage_handler.stats.index.racy import RACY_MS  # one clock-tick window for folders and index rows
 from storage_handler.storage import LOCAL, FileEntry, parse_location, storage_for
 
 log = logging.getLogger(__name__)
 
-RACY_MS = 2_000
 FORMAT = 1  # of the position file; another number is read as no position (one full listing)
 UNKNOWN = ""  # a stamp not taken (an object store folder between its listings): differs from every real one
 UNPUBLISHED = -1  # Position.published while an update may have committed a version whose statistics are owed

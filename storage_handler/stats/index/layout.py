@@ -145,12 +145,12 @@ def stats_table(
         return pa.StructArray.from_arrays(children, fields=list(struct_type))
 
     bounds_type = schema.field(MIN_VALUES).type
+    mtimes = np.array([int(f.mtime_ms) for f in files], np.int64)
     arrays = [
         pa.array([f.path for f in files], pa.string()),
         pa.array([int(f.size) for f in files], pa.int64()),
-        pa.array([int(f.mtime_ms) for f in files], pa.int64()),
-        trusted_versions(np.array([int(f.mtime_ms) for f in files], np.int64),
-                         pa.array([f.version for f in files], pa.string())),
+        pa.array(mtimes, pa.int64()),
+        trusted_versions(mtimes, pa.array([f.version for f in files], pa.string())),
         pa.array([s.num_records for s in stats], pa.int64()),
         pa.array([list(dict(f.partition_values).items()) for f in files], PARTITION_TYPE),
         struct_of(lambda s, c: s.column(c).min, bounds_type),
