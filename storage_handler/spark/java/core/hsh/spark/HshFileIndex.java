@@ -221,7 +221,7 @@ public final class HshFileIndex extends FileIndexBase {
   private JsonNode scanOrReuse(Map<Expression, Expression> predicates, boolean listing) {
     Recent last = recent;
     if (last != null && System.nanoTime() - last.nanos < REUSE_NANOS && last.predicates.equals(predicates.keySet())
-        && last.writes == TableWrites.of(table.name)) {
+        && !TableWrites.since(table.name, last.writes)) {
       if (listing) recent = null;
       long start = System.nanoTime();
       try {
@@ -337,7 +337,7 @@ public final class HshFileIndex extends FileIndexBase {
 
   /** Refuses a query whose answer from the index was asked before a write into the table (see TableWrites). */
   static void checkUnwritten(String table, long writes) {
-    if (writes >= 0 && TableWrites.of(table) != writes) {
+    if (TableWrites.since(table, writes)) {
       throw new IllegalStateException("hsh: " + table + " was written after this query was planned, and part of "
           + "its answer came from the index at planning; run the query again (plan it anew: spark.sql(...) or the "
           + "DataFrame built again), or set spark.hsh.aggregates=false to plan such queries without the index");

@@ -89,7 +89,7 @@ final class IndexAnswer {
 
     /** Whether the table was written from this driver since the answer was asked ({@link TableWrites}). */
     boolean stale() {
-      return TableWrites.of(table) != writes;
+      return TableWrites.since(table, writes);
     }
 
     @Override

@@ -27,6 +27,12 @@ final class TableWrites {
     return count == null ? 0 : count.get();
   }
 
+  /** Whether {@code table} was written (or refreshed) since its count was {@code count}; never for -1 (a count
+   *  not taken: nothing to check). */
+  static boolean since(String table, long count) {
+    return count >= 0 && of(table) != count;
+  }
+
   static void wrote(CatalogTable table) {
     String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
     wrote(db + "." + table.identifier().table());
