@@ -10,7 +10,8 @@ a pure function of the snapshot, so a concurrent commit (another write, the foll
 re-applied on top of, never lost.
 
 The index keeps its own shape: the indexed columns and statistics options are the committed snapshot's, not the
-caller's, so a scoped update never mixes rows of two shapes. Changing the shape (a column added by ``hsh sync``)
+caller's, so a scoped update never mixes rows of two shapes (only the footer rules are always today's: the
+scope of an index built under older ones is read again, and moves the index to today's rules). Changing the shape (a column added by ``hsh sync``)
 is a full refresh's job. Only where there is no index yet is the table's own choice used.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,7 +29,7 @@ from storage_handler.catalog.partitions import Partition
 from storage_handler.stats.columns import PATH
 from storage_handler.stats.files.diff import FileDiff
 from storage_handler.stats.files.file_list import FileList
-from storage_handler.stats.index.file_stats import StatsOptions
+from storage_handler.stats.index.file_stats import BOUND_RULES, StatsOptions
 from storage_handler.stats.index.layout import options_of
 from storage_handler.stats.index.store import IndexSnapshot, load
 from storage_handler.stats.refresh import carry_newer, commit_with_retry, refresh_index
@@ -118,9 +119,12 @@ def update_partitions(table: IndexedTable, partitions: Sequence[Partition] | Non
         index = snapshot.table
         inside = scope_mask(index.column(PATH), prefixes)
         scoped = index.filter(inside)
-        # the index's own shape: its columns and options, never the caller's (see the module docstring)
+        # the index's own shape: its columns and options, never the caller's (see the module docstring); but
+        # today's footer rules: rows of an outdated index were loaded untrusted (``store.validate_table``), so the
+        # scope's files are read again and the rest wait, untrusted, for their own update or a refresh
+        options = options_of(index.schema)
         fresh, diff = refresh_index(table.location, snapshot.columns, files, scoped,
-                                    options=options_of(index.schema), conf=table.conf)
+                                    options=replace(options, rules=max(options.rules, BOUND_RULES)), conf=table.conf)
         diffs.append(diff)
         if before is None or snapshot.version != before.version:
             fresh = carry_newer(fresh, scoped, base_paths, files.paths)

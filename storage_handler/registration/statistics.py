@@ -52,6 +52,7 @@ from storage_handler.registration.stats_ownership import (
     render_accurate,
 )
 from storage_handler.registration.stats_summary import summarize
+from storage_handler.stats.columns import MAX_VALUES, MIN_VALUES
 
 log = logging.getLogger(__name__)
 BATCH = 100  # partitions per metastore call: 2-5x faster than one call each, and a refusal costs only its batch
@@ -182,9 +183,13 @@ class StatisticsPlan:
 def plan_statistics(name: TableName, location: str, columns: Sequence[tuple[str, str]], partition_keys: Sequence[str],
                     index: pa.Table, index_version: int) -> StatisticsPlan:
     """The statistics ``index`` (an index snapshot's rows, of the table at ``location``) makes of the table."""
-    from storage_handler.stats.index.layout import options_of
+    from storage_handler.stats.index.layout import options_of, outdated
 
     cols = tuple((n.lower(), t.lower().replace(" ", "")) for n, t in columns)
+    if outdated(index.schema):  # bounds read under older footer rules are unknown: no column statistics published
+        for bound in (MIN_VALUES, MAX_VALUES):
+            at = index.schema.get_field_index(bound)
+            index = index.set_column(at, index.schema.field(at), pa.nulls(index.num_rows, index.schema.field(at).type))
     float_bounds = options_of(index.schema).scan_float_columns
     return StatisticsPlan(name, location, cols, tuple(k.lower() for k in partition_keys), index_version,
                           summarize(index, cols, float_bounds=float_bounds))

@@ -71,7 +71,7 @@ class StatsOptions:
     scan_float_columns: bool = False
     membership: MembershipSpec = MembershipSpec()
     #: the footer rules' version (``convert.py``): an index built under older rules, which trusted what these do
-    #: not, is rebuilt whole at its next refresh. 2: dates before 1582-10-15 and timestamps before 1900 unknown;
+    #: not, is trusted for nothing (``store.validate_table``) and rebuilt whole at its next refresh. 2: dates before 1582-10-15 and timestamps before 1900 unknown;
     #: 3: a varchar(n) max is the whole value (Spark does not cut it); 4: decimals stored as bytes bounded only
     #: from writers that ordered them right, integer / decimal row groups with a bound out of range unbounded.
     rules: int = BOUND_RULES

@@ -40,7 +40,7 @@ from storage_handler.stats.columns import (
     VERSION_TAG,
 )
 from storage_handler.stats.files.file_list import DataFile, FileList
-from storage_handler.stats.index.file_stats import FileStats, StatsOptions
+from storage_handler.stats.index.file_stats import BOUND_RULES, FileStats, StatsOptions
 from storage_handler.stats.index.racy import trusted_versions
 from storage_handler.stats.membership.columns import MEMBERSHIP_KEY, membership_arrays, membership_fields
 from storage_handler.stats.membership.spec import MembershipSpec
@@ -121,6 +121,13 @@ def options_of(schema: pa.Schema) -> StatsOptions:
     options = StatsOptions.from_json(meta.get(OPTIONS_KEY))
     membership = MembershipSpec.from_json(meta.get(MEMBERSHIP_KEY))
     return options if membership.is_empty else replace(options, membership=membership)
+
+
+def outdated(schema: pa.Schema) -> bool:
+    """Whether an index table's rows were made under footer rules older than this build's
+    (:attr:`StatsOptions.rules`): those rules trusted bounds these do not, so none of its rows may prune until a
+    refresh reads its files again. An index written by a newer build is not outdated: rules only get stricter."""
+    return options_of(schema).rules < BOUND_RULES
 
 
 def stats_table(

@@ -30,11 +30,13 @@ from storage_handler.errors import ObjectChangedError, StatsIndexError, StorageE
 from storage_handler.stats.columns import MODIFICATION_TIME, PATH, VERSION_TAG
 from storage_handler.stats.index import versions
 from storage_handler.stats.index.cache import CACHE
+from storage_handler.stats.index.file_stats import BOUND_RULES
 from storage_handler.stats.index.layout import (
     columns_of,
     in_path_order,
     index_schema,
     options_of,
+    outdated,
     unsafe_paths,
 )
 from storage_handler.stats.index.versions import DEFAULT_KEEP, INDEX_DIR
@@ -194,6 +196,7 @@ def validate_table(
         if f.type == pa.struct([]) and f.name not in table.column_names:
             table = table.append_column(f, pa.array([{}] * table.num_rows, f.type))  # see _drop_empty_structs
     table = _upgrade_version_column(table, table_location, expected)
+    table = _distrust_outdated(table, table_location)
     if table.column_names != expected.names:
         raise StatsIndexError(
             f"stats index of {table_location!r} has columns {table.column_names}, expected {expected.names}; "
@@ -260,6 +263,21 @@ def gc_snapshots(table_location: str, keep: int = DEFAULT_KEEP, conf: Mapping[st
     table_loc = parse_location(table_location)
     found = versions.current(storage, table_loc)
     return [] if found is None else versions.collect(storage, table_loc, found.number, keep)
+
+
+def _distrust_outdated(table: pa.Table, table_location: str) -> pa.Table:
+    """An index made under older footer rules (:func:`~storage_handler.stats.index.layout.outdated`) is read with
+    no version tags: every row is then untrusted, wherever rows are matched with files (queries keep every file,
+    aggregates read them, ``describe`` counts them as lag), and every update re-reads the files it covers. The
+    metadata keeps the old rules, so a refresh rebuilds it whole and published statistics leave its bounds out."""
+    tags = table.column(VERSION_TAG) if VERSION_TAG in table.column_names else None
+    if tags is None or tags.null_count == table.num_rows or not outdated(table.schema):
+        return table
+    log.warning("stats index of %s was built under older statistics rules (version %d, now %d), which trusted "
+                "bounds these do not: it prunes nothing until `hsh index refresh` (or `hsh sync`) re-reads it",
+                table_location, options_of(table.schema).rules, BOUND_RULES)
+    at = table.column_names.index(VERSION_TAG)
+    return table.set_column(at, table.schema.field(at), pa.nulls(table.num_rows, pa.string()))
 
 
 def _upgrade_version_column(table: pa.Table, table_location: str, expected: pa.Schema) -> pa.Table:
