@@ -59,6 +59,7 @@ class LocalMetastore(LocalService):
         super().__init__(home)
         self.kerberos = kerberos
         self.kerberos_principal = kerberos.principal if kerberos else ""
+        self.kerberos_protection = kerberos.protection if kerberos else ""
 
     def command(self, port: int) -> list[str]:
         db = self.folder / "metastore_db"

@@ -72,6 +72,7 @@ class ServiceInfo:
     proc_start: str | None
     alive_lock: str = ""  # the lock file the service's JVM holds while it lives (empty in older records)
     kerberos_principal: str = ""  # the principal a Kerberos-secured service runs as (empty: unauthenticated)
+    kerberos_protection: str = ""  # the least quality of protection it accepts (hadoop.rpc.protection)
 
     def alive(self) -> bool:
         if self.alive_lock:
@@ -126,6 +127,7 @@ class LocalService:
     name = "service"
     ready_timeout = 180.0
     kerberos_principal = ""  # what a Kerberos-secured service runs as; recorded in service.json
+    kerberos_protection = ""  # the least protection it accepts (a metastore's hadoop.rpc.protection); recorded too
 
     def __init__(self, home: Path | None = None) -> None:
         self.home = (home or state_home()).resolve()
@@ -153,12 +155,23 @@ class LocalService:
         return self.probe(info.port)
 
     def check_reuse(self, info: ServiceInfo) -> None:
-        """Raise a one-line ProcessError if the running service is not what this starter asks for."""
-        if self.kerberos_principal and info.kerberos_principal != self.kerberos_principal:
+        """Raise a one-line ProcessError if the running service is not what this starter asks for: another
+        principal, or a weaker protection than asked for (a client that accepts any level would then send in the
+        clear what was meant to be encrypted)."""
+        if not self.kerberos_principal:
+            return
+        if info.kerberos_principal != self.kerberos_principal:
             now = f"as {info.kerberos_principal}" if info.kerberos_principal else "without Kerberos"
             raise ProcessError(
                 f"the embedded {self.name} (pid {info.pid}, {info.uri}) already runs {now}; stop it first "
                 f"(`hsh {self.name} stop`) to start it with Kerberos as {self.kerberos_principal}"
+            )
+        if info.kerberos_protection != self.kerberos_protection:
+            now = info.kerberos_protection or "a protection it did not record"
+            raise ProcessError(
+                f"the embedded {self.name} (pid {info.pid}, {info.uri}) already runs with Kerberos as "
+                f"{info.kerberos_principal} at rpc protection {now}; stop it first (`hsh {self.name} stop`) to start "
+                f"it with protection {self.kerberos_protection or 'its default'}"
             )
 
     # -- lifecycle
@@ -216,7 +229,7 @@ class LocalService:
         info = ServiceInfo(
             name=self.name, pid=proc.pid, port=port, uri=self.uri_for(port), log_path=str(self.log_path),
             started_at=time.time(), proc_start=_process_start_time(proc.pid), alive_lock=str(self.alive_lock),
-            kerberos_principal=self.kerberos_principal,
+            kerberos_principal=self.kerberos_principal, kerberos_protection=self.kerberos_protection,
         )
         with tempfile.NamedTemporaryFile("w", dir=self.folder, prefix=".service-", suffix=".tmp",
                                          delete=False) as tmp:

@@ -213,13 +213,15 @@ def from_spark_conf(conf: Mapping[str, str], base: KerberosSettings | None = Non
 
 
 def from_environment(environ: Mapping[str, str] | None = None, base: KerberosSettings | None = None) -> KerberosSettings:
-    """Settings from the ``HSH_*`` variables a parent process set (see :func:`to_environment`)."""
+    """Settings from the ``HSH_*`` variables a parent process set (see :func:`to_environment`) or a user did.
+    ``$HSH_METASTORE_PRINCIPAL`` alone switches SASL on, as ``--metastore-principal`` does (a parent always hands
+    over ``$HSH_METASTORE_SASL`` too, which decides)."""
     env = os.environ if environ is None else environ
     settings = base or KerberosSettings()
+    if env.get(ENV_SERVICE_PRINCIPAL):
+        settings = replace(settings, service_principal=env[ENV_SERVICE_PRINCIPAL], sasl_enabled=True)
     if ENV_SASL in env:
         settings = replace(settings, sasl_enabled=_bool(env[ENV_SASL], ENV_SASL))
-    if env.get(ENV_SERVICE_PRINCIPAL):
-        settings = replace(settings, service_principal=env[ENV_SERVICE_PRINCIPAL])
     if env.get(ENV_KEYTAB) or env.get(ENV_CLIENT_PRINCIPAL):
         settings = replace(settings, keytab=env.get(ENV_KEYTAB) or None,
                            client_principal=env.get(ENV_CLIENT_PRINCIPAL) or None)

@@ -19,6 +19,7 @@ Verified facts behind this module (tests/kerberos/FINDINGS.md has the commands):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from metastore.security.config import KerberosSettings, expand_host, krb5_conf_path, split_principal
@@ -52,7 +53,9 @@ class ServiceKerberos:
         if protection not in PROTECTIONS:
             raise KerberosConfigurationError(
                 f"--rpc-protection {protection!r}: expected one of {', '.join(PROTECTIONS)}")
-        service = cls(keytab, expand_host(principal, "127.0.0.1"), protection, krb5_conf or krb5_conf_path())
+        # absolute: the service's JVM runs in its own folder, where a relative path names nothing
+        service = cls(os.path.abspath(keytab), expand_host(principal, "127.0.0.1"), protection,
+                      krb5_conf or krb5_conf_path())
         if check:
             try:
                 import gssapi  # noqa: F401 - only to know whether the check can run

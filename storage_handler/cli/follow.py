@@ -98,11 +98,13 @@ def _follow(args: argparse.Namespace) -> int:
 
 
 def _check(client: Any, tables: Sequence[Any], databases: Sequence[str]) -> None:
-    """Refuse, before following anything, a named database or table that does not exist or a table that is not
-    registered."""
+    """Refuse, before following anything, a metastore this process cannot talk to (it wants another
+    authentication), a named database or table that does not exist, or a table that is not registered."""
     from storage_handler.contract import PARAM_HANDLER
     from storage_handler.freshness.follow_events import NotRegisteredError
 
+    if not databases and not tables:
+        client.get_all_databases()  # discovery makes its first call later, where failures are retried forever
     for db in databases:
         client.get_database(db)
     for name in tables:

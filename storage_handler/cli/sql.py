@@ -43,8 +43,8 @@ def _sql(args: argparse.Namespace) -> int:
     from storage_handler.spark import session
 
     uri = metastore_uri(args)
-    with MetastoreClient(uri):  # a metastore that is not there fails here in one line, before a JVM starts
-        pass
+    with MetastoreClient(uri) as client:  # a metastore that is not there, or that wants another authentication,
+        client.get_all_databases()  # fails here in one line, before a JVM starts (opening alone only connects)
     if not args.json:
         narrate("starting a Hive-enabled SparkSession")
     log = None if args.verbose else state_home() / "sql" / "spark.log"

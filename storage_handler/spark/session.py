@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from storage_handler.spark.config import kerberos_environment, spark_conf
@@ -40,6 +41,7 @@ def session(
 
     from pyspark.sql import SparkSession
 
+    from metastore.client import MetastoreClient
     from metastore.local import embedded_kerberos_principal, resolve_metastore_uri
     from metastore.security.config import current
     from storage_handler.home import state_home
@@ -52,16 +54,46 @@ def session(
         principal = embedded_kerberos_principal(uri)
         if principal:
             settings = replace(settings, sasl_enabled=True, service_principal=principal).validated()
-    os.environ.update(kerberos_environment(settings))
-    # Python workers (the data source's readers) must import this project: use this very interpreter.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    with MetastoreClient(uri, security=settings) as client:  # not there, or wanting another authentication:
+        client.get_all_databases()  # one line here, not Spark's error after a JVM started
+    prepare_process(settings)
     builder = SparkSession.builder.appName(app_name).master(master).enableHiveSupport()
     conf = spark_conf(uri, warehouse=str(state_home() / "warehouse"), security=settings)
-    conf.update(extra_conf or {})
+    conf.update(merged_conf(conf, extra_conf or {}))
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def prepare_process(settings: KerberosSettings) -> None:
+    """What this process's environment must say before a Spark JVM starts from it, inherited by that JVM, its
+    prune service and its Python workers: the Kerberos hand-over for ``settings`` -- and *only* theirs: keytab
+    variables a parent left (``hsh spark-conf --env``, an earlier session's settings) are removed when these
+    settings use the ticket cache, or the prune service would log in from that keytab as another principal than
+    the session's -- and this interpreter for the Python workers (the data source's readers import this
+    project)."""
+    from metastore.security.config import configure_process
+
+    os.environ.update(kerberos_environment(settings))
+    if settings.sasl_enabled:
+        configure_process(settings)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+#: settings whose value is a list of JVM options: the caller's are added to ours (a caller's
+#: ``-XX:...`` must not drop the ``-Djava.security.krb5.conf`` a secured metastore needs)
+JVM_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+
+
+def merged_conf(ours: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """``extra`` (the caller's settings) as they should override ``ours``: every key replaces ours, except JVM
+    option lists, which keep ours and add the caller's after them (the later of two equal flags wins in Java)."""
+    merged = dict(extra)
+    for key in JVM_OPTION_KEYS:
+        if key in extra and ours.get(key) and ours[key] not in extra[key]:
+            merged[key] = f"{ours[key]} {extra[key]}".strip()
+    return merged

@@ -186,3 +186,74 @@ def test_secured_launchers_commands(tmp_path: Path) -> None:
     assert read_site_xml(Path(env["HADOOP_CONF_DIR"]) / "core-site.xml")["hadoop.security.authentication"] == \
         "kerberos"
     assert not [k for k in spark_conf("thrift://127.0.0.1:9083", security=KerberosSettings()) if "kerberos" in k]
+
+
+def test_a_principal_in_the_environment_alone_switches_kerberos_on() -> None:
+    """As ``--metastore-principal`` does; a parent's explicit ``HSH_METASTORE_SASL`` still decides."""
+    assert resolve(environ={"HSH_METASTORE_PRINCIPAL": "hive/_HOST@R"}) == \
+        KerberosSettings(sasl_enabled=True, service_principal="hive/_HOST@R")
+    assert not resolve(environ={"HSH_METASTORE_PRINCIPAL": "hive/_HOST@R", "HSH_METASTORE_SASL": "false"}).sasl_enabled
+
+
+def test_a_session_on_the_ticket_cache_drops_a_parents_keytab(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """After ``eval "$(hsh spark-conf --env --keytab svc.keytab --principal svc@R)"``, a session asked to use the
+    ticket cache: the prune service and the Python workers (which resolve from the environment) must not log in
+    from svc's keytab while the JVM runs as the ticket's principal."""
+    from metastore.security.config import current
+    from storage_handler.spark.session import prepare_process
+
+    monkeypatch.setenv("HSH_HOME", str(tmp_path))
+    for key, value in {"HSH_METASTORE_SASL": "true", "HSH_METASTORE_PRINCIPAL": "hive/_HOST@R",
+                       "HSH_KERBEROS_KEYTAB": "/svc.keytab", "HSH_KERBEROS_PRINCIPAL": "svc@R"}.items():
+        monkeypatch.setenv(key, value)
+    for key in ("HADOOP_CONF_DIR", "KRB5_CONFIG"):
+        monkeypatch.setenv(key, "")
+        monkeypatch.delenv(key)
+    ticket = KerberosSettings(sasl_enabled=True, service_principal="hive/_HOST@R")
+    prepare_process(ticket)
+    assert "HSH_KERBEROS_KEYTAB" not in os.environ and "HSH_KERBEROS_PRINCIPAL" not in os.environ
+    assert from_environment() == ticket and current().keytab is None
+    keytab = KerberosSettings(sasl_enabled=True, service_principal="hive/_HOST@R", keytab="/u.keytab",
+                              client_principal="u@R")
+    prepare_process(keytab)
+    assert from_environment() == keytab
+
+
+def test_a_callers_jvm_options_keep_the_krb5_conf_flag() -> None:
+    from storage_handler.spark.session import merged_conf
+
+    ours = {"spark.driver.extraJavaOptions": "-Djava.security.krb5.conf=/k5", "spark.app.name": "a"}
+    merged = merged_conf(ours, {"spark.driver.extraJavaOptions": "-Xss4m", "spark.app.name": "b"})
+    assert merged == {"spark.driver.extraJavaOptions": "-Djava.security.krb5.conf=/k5 -Xss4m", "spark.app.name": "b"}
+    assert merged_conf({}, {"spark.driver.extraJavaOptions": "-Xss4m"}) == {"spark.driver.extraJavaOptions": "-Xss4m"}
+
+
+def test_a_relative_keytab_names_the_same_file_from_the_services_folder(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from metastore.security.server import ServiceKerberos
+
+    monkeypatch.chdir(tmp_path)
+    service = ServiceKerberos.on_loopback("state/hive.keytab", "hive/_HOST@R", check=False)
+    assert service.keytab == str(tmp_path / "state" / "hive.keytab")
+
+
+def test_a_running_metastore_is_not_reused_at_a_weaker_protection(tmp_path: Path) -> None:
+    """``start --kerberos --rpc-protection privacy`` next to one that accepts ``authentication``: a client that
+    accepts any level would send in the clear what was meant to be encrypted."""
+    from metastore.local import LocalMetastore
+    from metastore.security.server import ServiceKerberos
+    from metastore.service import ServiceInfo
+    from storage_handler.errors import ProcessError
+
+    def running(protection: str) -> ServiceInfo:
+        return ServiceInfo("metastore", 1, 9083, "thrift://127.0.0.1:9083", "log", 0.0, None,
+                           kerberos_principal="hive/127.0.0.1@R", kerberos_protection=protection)
+
+    private = LocalMetastore(tmp_path, kerberos=ServiceKerberos("/k", "hive/127.0.0.1@R", "privacy"))
+    with pytest.raises(ProcessError, match="at rpc protection authentication; stop it first"):
+        private.check_reuse(running("authentication"))
+    private.check_reuse(running("privacy"))
+    with pytest.raises(ProcessError, match="did not record"):
+        private.check_reuse(running(""))
+    LocalMetastore(tmp_path).check_reuse(running("authentication"))  # a plain start reuses whatever runs

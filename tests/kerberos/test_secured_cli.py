@@ -171,6 +171,21 @@ def test_server_requires_kerberos_and_the_client_does_not_use_it(
         "--metastore-principal; then kinit, or pass --keytab and --principal")
 
 
+def test_follow_and_sql_say_so_before_anything_starts(realm: Realm, hsh: Hsh, secured_metastore: Service) -> None:
+    """Opening a connection is only a TCP connect; the mismatch shows at the first call. ``hsh follow`` with no
+    table named made that call only in its retried discovery (an incident every poll, forever), and ``hsh sql``
+    left it to Spark (its raw error after a JVM start)."""
+    home = str(realm.root / "other-home")
+    follow = hsh.error("follow", "--metastore", secured_metastore.uri, prefix=("timeout", "60"),
+                       KRB5CCNAME=realm.alice_ccache, HSH_HOME=home)
+    sql = hsh.error("sql", "show databases", "--metastore", secured_metastore.uri, KRB5CCNAME=realm.alice_ccache,
+                    HSH_HOME=home)
+    assert hsh.seconds < 20
+    for line in (follow, sql):
+        assert line.startswith(f"the metastore at {secured_metastore.uri} requires Kerberos (SASL) but this client "
+                               "connects without it"), line
+
+
 def test_client_uses_kerberos_and_the_server_does_not(realm: Realm, hsh: Hsh, metastore_uri: str,
                                                       small_dataset: Path) -> None:
     """Against the plain embedded metastore (its launcher reads strictly, so the SASL frame is refused at once)."""
