@@ -10,6 +10,7 @@ the ``HSH_*`` variables its Python children inherit (:func:`kerberos_environment
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -82,8 +83,9 @@ def kerberos_environment(settings: KerberosSettings, folder: Path | None = None)
     Python workers).
 
     ``HADOOP_CONF_DIR`` stays the user's when its core-site.xml already says Kerberos (a cluster's own); else a
-    folder under ``folder`` (default ``$HSH_HOME``), ``hadoop-conf``, gets a core-site.xml that does, with the
-    user's other Hadoop files and keys carried over.
+    folder under ``folder`` (default ``$HSH_HOME``), ``hadoop-conf/<digest>``, gets a core-site.xml that does, with
+    the user's other Hadoop files and keys carried over. One folder per settings and base folder: sessions with
+    other settings under the same ``$HSH_HOME`` must not rewrite the files a running one's children re-read.
     """
     if not settings.sasl_enabled:
         return {}
@@ -91,7 +93,8 @@ def kerberos_environment(settings: KerberosSettings, folder: Path | None = None)
     if given and site_config({"HADOOP_CONF_DIR": given}).get(AUTHENTICATION_KEY) == "kerberos":
         conf_dir = Path(given)
     else:
-        conf_dir = write_hadoop_conf_dir((folder or state_home()) / "hadoop-conf", settings,
+        digest = hashlib.sha256(repr((settings, given or "")).encode()).hexdigest()[:16]
+        conf_dir = write_hadoop_conf_dir((folder or state_home()) / "hadoop-conf" / digest, settings,
                                          base=Path(given) if given else None)
     return spark_kerberos_env(settings, conf_dir=conf_dir, krb5_conf=krb5_conf_path())
 

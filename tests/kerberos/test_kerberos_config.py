@@ -257,3 +257,20 @@ def test_a_running_metastore_is_not_reused_at_a_weaker_protection(tmp_path: Path
     with pytest.raises(ProcessError, match="did not record"):
         private.check_reuse(running(""))
     LocalMetastore(tmp_path).check_reuse(running("authentication"))  # a plain start reuses whatever runs
+
+
+def test_sessions_with_other_settings_do_not_rewrite_each_others_hadoop_conf(monkeypatch: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
+    """A running session's prune service and workers re-read its core-site.xml: a second session under the same
+    ``$HSH_HOME`` with another protection must not turn the first one's ``privacy`` into ``authentication``."""
+    from storage_handler.spark.config import kerberos_environment
+
+    monkeypatch.setenv("HADOOP_CONF_DIR", "")
+    monkeypatch.delenv("HADOOP_CONF_DIR")
+    private = KerberosSettings(sasl_enabled=True, service_principal="hive/_HOST@R", qops=("auth-conf",))
+    plain = KerberosSettings(sasl_enabled=True, service_principal="hive/_HOST@R", qops=("auth",))
+    first = Path(kerberos_environment(private, tmp_path)["HADOOP_CONF_DIR"])
+    second = Path(kerberos_environment(plain, tmp_path)["HADOOP_CONF_DIR"])
+    assert first != second
+    assert read_site_xml(first / "core-site.xml")["hadoop.rpc.protection"] == "privacy"
+    assert Path(kerberos_environment(private, tmp_path)["HADOOP_CONF_DIR"]) == first  # the same settings: reused
