@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 import numpy as np
 import pyarrow as pa
@@ -54,7 +55,7 @@ from storage_handler.stats.files.walk import DataFile, absolute_path, list_data_
 from storage_handler.stats.index.file_stats import StatsOptions
 from storage_handler.stats.index.layout import stats_errors
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
-from storage_handler.types import HiveType, arrow_to_hive
+from storage_handler.types import HiveType, arrow_to_hive, hive_to_arrow
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -180,6 +181,32 @@ def infer_partition_type(values: Sequence[str | None]) -> HiveType:
         if all(_INT64[0] <= i <= _INT64[1] for i in ints):
             return HiveType("bigint")
     return HiveType("string")
+
+
+_INTEGER_RANGES = {"tinyint": (-(2**7), 2**7 - 1), "smallint": (-(2**15), 2**15 - 1), "int": _INT32, "bigint": _INT64}
+
+
+def partition_value_fits(value: str | None, hive_type: HiveType) -> bool:
+    """Whether a folder's value can be a partition of a key already registered as ``hive_type``: what
+    :func:`infer_partition_type` would have kept that type for (integers: ASCII digits in range), a date as
+    ``YYYY-MM-DD``, and for other types (keys typed by hand) a value pyarrow's strict cast reads. A value that
+    does not fit makes every plain Spark query on the table fail (ANSI casts of partition values) or read it as
+    another value."""
+    if value is None or hive_type.name in ("string", "varchar", "char"):
+        return True
+    if hive_type.name in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[hive_type.name]
+        return re.fullmatch(r"[+-]?[0-9]+", value) is not None and low <= int(value) <= high
+    if hive_type.name == "date":
+        try:
+            return re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value) is not None and bool(date.fromisoformat(value))
+        except ValueError:
+            return False
+    try:
+        pa.array([value]).cast(hive_to_arrow(hive_type))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return False
+    return value == value.strip()
 
 
 def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]]) -> pa.Schema:

@@ -40,6 +40,7 @@ from storage_handler.registration.table_spec import (
     build_partition,
     build_table,
     drop_legacy_parameters,
+    partition_name_of,
     table_columns,
     table_partition_keys,
 )
@@ -100,20 +101,29 @@ def plan_registration(
     dataset = discover(path, location=location, progress=progress, conf=properties, options=options,
                        footers=footers, engine=engine, strict=strict)
     create_database = not client.database_exists(name.database)
-    existing_parts: set[str] = set()
+    missing = tuple(dataset.partitions)
     create_table = True
     if not create_database and client.table_exists(name.database, name.table):
         create_table = False
-        _check_same_table(name, dataset, client.get_table(name.database, name.table))
+        table = client.get_table(name.database, name.table)
+        _check_same_table(name, dataset, table)
         if dataset.partition_keys:
-            existing_parts = set(client.get_partition_names(name.database, name.table))
-    missing = tuple(
-        v for v in dataset.partitions if dataset.partition_name(v) not in existing_parts
-    )
+            missing = new_partitions(dataset, table, client.get_partitions(name.database, name.table))
     return RegistrationPlan(
         name=name, dataset=dataset, create_database=create_database, create_table=create_table,
         missing_partitions=missing, owner=owner or getpass.getuser(), table_properties=properties,
     )
+
+
+def new_partitions(dataset: Dataset, table: Any, registered: Sequence[Any]) -> tuple[tuple[str | None, ...], ...]:
+    """The dataset's partitions to add to ``table``: those the metastore has neither by name nor by folder. A
+    folder that is already some partition's location (``ALTER TABLE ... PARTITION (dt=5) SET LOCATION
+    '.../dt=4'``) is that partition's: adding it again would read its files twice (Hive's MSCK skips them too)."""
+    keys = [k.name for k in table.partitionKeys]
+    names = {partition_name_of(keys, p.values) for p in registered}
+    folders = {parse_location(p.sd.location).uri.rstrip("/") for p in registered}
+    return tuple(v for v in dataset.partitions if dataset.partition_name(v) not in names
+                 and parse_location(dataset.partition_location(v)).uri.rstrip("/") not in folders)
 
 
 def _check_same_table(name: TableName, dataset: Dataset, table: Any) -> None:

@@ -20,7 +20,7 @@ sync interrupted by a metastore restart is finished by running it again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +31,12 @@ from metastore.names import TableName
 from storage_handler.errors import SchemaError
 from storage_handler.handler import StorageHandler
 from storage_handler.registration import hooked
-from storage_handler.registration.dataset import Dataset, StrictEngine, discover
+from storage_handler.registration.dataset import Dataset, StrictEngine, discover, partition_value_fits
 from storage_handler.registration.register import (
     DEFAULT_BATCH,
     add_partitions,
     index_statistics,
+    new_partitions,
     publish_planned,
 )
 from storage_handler.registration.statistics import PUBLISH, StatisticsChoice
@@ -89,15 +90,30 @@ def plan_sync(
                        strict=strict, need_schema=False)  # the metastore has the schema: no readable file is fine
     new_columns, orphans = _schema_changes(name, table, dataset, orphans_ok=drop_missing)
     registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
-    have = {_name(table, p) for p in registered}
-    on_storage = {dataset.partition_name(v): v for v in dataset.partitions}
-    to_add = tuple(v for p, v in on_storage.items() if p not in have)
+    to_add = new_partitions(dataset, table, registered)
+    _check_values(name, table, dataset, to_add)
     # vanished: a registered partition whose own location is gone (one registered elsewhere is not missing
     # just because the table folder has no k=v folder for it)
     missing = tuple(sorted(_name(table, p) for p in registered
                            if not storage_for(p.sd.location, conf).is_dir(p.sd.location)))
     return SyncPlan(name, dataset, new_columns, to_add, missing if drop_missing else (), missing,
                     tuple(legacy_parameters(table.parameters)), orphans)
+
+
+def _check_values(name: TableName, table: Any, dataset: Dataset, to_add: Sequence[tuple[str | None, ...]]) -> None:
+    """Refuse, before anything changes, new folders whose values the registered keys' types cannot hold
+    (``p=abc`` under ``p int``): every plain Spark query on the table would fail on them."""
+    keys = table_partition_keys(table)
+    bad = [(k, parse_hive_type(t), v[i], dataset.partition_name(v)) for v in to_add
+           for i, (k, t) in enumerate(keys) if not partition_value_fits(v[i], parse_hive_type(t))]
+    if bad:
+        key, hive_type, _value, _folder = bad[0]
+        folders = ", ".join(f for *_, f in bad[:3]) + (" ..." if len(bad) > 3 else "")
+        raise SchemaError(
+            f"table {name}: partition key {key!r} is {hive_type} but {len(bad)} new folder(s) under {dataset.root} "
+            f"hold values it cannot ({folders}); plain Spark and Hive would fail on every query of the table. "
+            "Rename or remove those folders (nothing was synced), or register a new table whose key is a string"
+        )
 
 
 def _name(table: Any, partition: Any) -> str:

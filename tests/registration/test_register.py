@@ -117,6 +117,20 @@ def test_partition_types_are_inferred_as_spark_casts(values: list[str | None], e
     assert infer_partition_type(values).name == expected
 
 
+@pytest.mark.parametrize(("value", "hive_type", "fits"), [
+    ("12", "int", True), ("-3", "tinyint", True), ("128", "tinyint", False), ("3.5", "int", False),
+    ("abc", "bigint", False), ("3 ", "int", False), ("\u0663", "int", False), (None, "int", True),
+    ("2024-01-05", "date", True), ("2024-1-5", "date", False), ("2024-02-30", "date", False),
+    ("anything at all", "string", True), ("1.25", "decimal(5,2)", True), ("x", "double", False),
+])
+def test_a_new_folder_value_fits_its_registered_key_type(value: str | None, hive_type: str, fits: bool) -> None:
+    """What `hsh sync` adds under a key already typed: the values registration would have kept that type for."""
+    from storage_handler.registration.dataset import partition_value_fits
+    from storage_handler.types import parse_hive_type
+
+    assert partition_value_fits(value, parse_hive_type(hive_type)) is fits
+
+
 @pytest.mark.parametrize("value", ["a/b", "..", "x=y", "50%", "日本", "", "sp ace", "#?*"])
 def test_escape_round_trip(value: str) -> None:
     expected = None if value == "" else value

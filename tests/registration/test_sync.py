@@ -120,6 +120,39 @@ def test_incompatible_changes_are_refused(hms, small_table, change: str, needles
     assert [(c.name, c.type) for c in after.sd.cols] == [(c.name, c.type) for c in before.sd.cols]
 
 
+@pytest.mark.parametrize("folder", ["d=abc", "d=3.5", "d=99999999999", "d=3 "])
+def test_folders_whose_values_the_key_cannot_hold_are_refused(hms, small_table, folder: str) -> None:
+    """``d`` is ``int``: a plain Spark session would fail every query of the table on such a partition (``3 ``
+    also made the metastore refuse the add halfway, after the index had moved)."""
+    name, root = small_table
+    tn = parse_table_name(name)
+    _write(root, folder, "a.parquet", pa.table({"x": pa.array([3], pa.int64()), "s": ["w"]}))
+    _write(root, "d=4", "a.parquet", pa.table({"x": pa.array([4], pa.int64()), "s": ["w"]}))
+    with pytest.raises(SchemaError, match=r"partition key 'd' is int but 1 new folder\(s\) .* hold values it cannot"):
+        plan_sync(hms, tn)
+    assert sorted(hms.get_partition_names(tn.database, tn.table)) == ["d=1", "d=2"]
+    shutil.rmtree(root / folder)
+    apply_sync(hms, plan_sync(hms, tn))
+    assert sorted(hms.get_partition_names(tn.database, tn.table)) == ["d=1", "d=2", "d=4"]
+
+
+def test_a_folder_that_is_another_partitions_location_is_not_added(hms, small_table) -> None:
+    """``ALTER TABLE ... PARTITION (d=5) SET LOCATION '.../d=4'``: the folder ``d=4`` is d=5's, and adding it as
+    d=4 too would read its rows twice (Hive's MSCK skips such folders)."""
+    name, root = small_table
+    tn = parse_table_name(name)
+    _write(root, "d=4", "a.parquet", pa.table({"x": pa.array([44], pa.int64()), "s": ["w"]}))
+    table = hms.get_table(tn.database, tn.table)
+    from storage_handler.registration.table_spec import build_partition
+
+    hms.add_partitions(tn.database, tn.table, [build_partition(table, ["5"], f"file:{root / 'd=4'}")])
+    plan = plan_sync(hms, tn)
+    assert plan.partitions_to_add == ()
+    assert plan_registration(hms, tn, str(root)).missing_partitions == ()  # registering again: the same rule
+    apply_sync(hms, plan)
+    assert sorted(hms.get_partition_names(tn.database, tn.table)) == ["d=1", "d=2", "d=5"]
+
+
 def test_dry_run_prints_the_diff_and_changes_nothing(metastore_uri: str, hms, small_table) -> None:
     name, root = small_table
     tn = parse_table_name(name)
