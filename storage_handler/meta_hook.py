@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from storage_handler.catalog import PartitionSource, is_under, list_partition_files
+from storage_handler.catalog.listing import require_table_folder
 from storage_handler.contract import PARAM_INDEX_VERSION
 from storage_handler.stats import FooterEngine, StatsOptions, index_dir, update_index
 from storage_handler.stats import load as load_index
@@ -119,6 +120,9 @@ class IndexMetaHook:
         options = StatsOptions.for_table(desc.parameters)
         options.membership.check(desc.name, desc.columns)  # bloom / value-list columns must exist and fit
         conf = s3a_settings(desc.parameters)
+        recorded = str(desc.parameters.get(PARAM_INDEX_VERSION) or "0")
+        require_table_folder(desc.name, self._root(desc), indexed=recorded != "0",
+                             storage=storage_for(self._root(desc), conf))
         before = load_index(self._root(desc), conf=conf)  # before listing: rows others commit meanwhile are kept
         version, diff = update_index(
             self._root(desc), desc.columns, self._files(desc, keys), partition_columns=keys,

@@ -307,6 +307,21 @@ def index_prefixes(table_location: str, partitions: Sequence[Partition]) -> list
     return sorted(set(out))
 
 
+def require_table_folder(table: str, location: str, *, indexed: bool, storage: Storage | None = None) -> None:
+    """Refuse to index a table whose storage is gone: a local folder that does not exist (an unmounted volume, a
+    folder moved away), or an object-store prefix with nothing under it while the metastore records an index
+    there (``indexed``). Indexing it would commit an empty index -- creating the folder on a mount point -- and
+    publish zero rows and bytes as the table's statistics, which other engines' optimizers then believe."""
+    store = storage or storage_for(location)
+    if store.is_dir(location) or (parse_location(location).kind != LOCAL and not indexed):
+        return
+    raise StorageError(
+        f"table {table}: its location {location} does not exist{' any more' if indexed else ''} (an unmounted "
+        "volume, a folder moved or deleted?); nothing was indexed or published. Restore it, or `hsh drop "
+        f"{table}` (its index and statistics go with it)"
+    )
+
+
 def is_under(table_location: str, location: str) -> bool:
     """Whether ``location`` is the table folder or inside it (its files are then indexed by relative paths)."""
     return parse_location(location).relative_to(parse_location(table_location)) is not None

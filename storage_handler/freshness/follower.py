@@ -54,6 +54,7 @@ from typing import Any
 
 from metastore.client import MetastoreClient
 from metastore.names import TableName
+from storage_handler.catalog.listing import require_table_folder
 from storage_handler.catalog.metastore_source import MetastorePartitions
 from storage_handler.catalog.partitions import Partition, parse_partition_name
 from storage_handler.contract import PARAM_HANDLER
@@ -83,7 +84,7 @@ from storage_handler.registration.statistics import keep_published
 from storage_handler.stats import load
 from storage_handler.stats.files.file_list import FileList
 from storage_handler.stats.index.file_stats import StatsOptions
-from storage_handler.storage import s3a_settings
+from storage_handler.storage import is_local, s3a_settings
 from storage_handler.table_desc import TableDesc
 
 log = logging.getLogger(__name__)
@@ -249,6 +250,8 @@ class Follower:
                                      "parameter): `hsh register` it first")
         desc = TableDesc.from_hms(found)
         conf = s3a_settings(desc.parameters)
+        if is_local(desc.location):  # one stat; on an object store a vanished prefix would cost a LIST per poll
+            require_table_folder(key, desc.location, indexed=True)
         keys = tuple(k for k, _ in desc.partition_keys)
         table = IndexedTable(key, desc.location, desc.columns, keys, StatsOptions.for_table(desc.parameters), conf)
         position = self._positions.get(key) or load_position(self.state_dir, key)

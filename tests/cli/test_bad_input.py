@@ -98,3 +98,22 @@ def test_malformed_metastore_uri(tmp_path: Path) -> None:
 def test_unsupported_type_is_refused(metastore_uri: str, tmp_path: Path) -> None:
     pq.write_table(pa.table({"a": pa.array([1], pa.uint64())}), tmp_path / "one.parquet")
     _fails(run_hsh("register", "bad.t5", str(tmp_path), "--metastore", metastore_uri), "'a'", "uint64")
+
+
+def test_index_refresh_of_a_table_whose_folder_is_gone(metastore_uri: str, tmp_path: Path, hms) -> None:
+    """An unmounted volume looks like this: the refresh committed an empty index (creating the folder on the
+    mount point) and published zero rows and bytes, which other engines' optimizers then believe."""
+    import shutil
+
+    root = tmp_path / "t"
+    (root / "p=1").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2, 3]}), root / "p=1" / "f.parquet")
+    assert run_hsh("register", "gone.t", str(root), "--metastore", metastore_uri).returncode == 0
+    before = hms.get_partitions("gone", "t")[0].parameters.get("numRows")
+    assert before == "3"
+    shutil.move(root, tmp_path / "elsewhere")
+    _fails(run_hsh("index", "refresh", "gone.t", "--metastore", metastore_uri),
+           "table gone.t: its location", "does not exist any more",
+           "nothing was indexed or published")
+    assert not root.exists()
+    assert hms.get_partitions("gone", "t")[0].parameters.get("numRows") == "3"

@@ -364,6 +364,23 @@ def test_once_with_a_failing_table_exits_2_with_one_line(metastore_uri: str, tab
     assert line.startswith(f"error: {name}: ") and "Traceback" not in proc.stderr
 
 
+def test_once_on_a_table_whose_folder_is_gone_changes_nothing(metastore_uri: str, hms: Any, table: tuple[str, Path],
+                                                               tmp_path: Path) -> None:
+    """An unmounted volume: the poll would commit an empty index on the mount point and publish zero rows."""
+    import shutil
+
+    name, root = table
+    database, table_name = name.split(".")
+    before = [p.parameters.get("numRows") for p in hms.get_partitions(database, table_name)]
+    shutil.move(root, tmp_path / "elsewhere")
+    proc = run_hsh("follow", name, "--once", "--metastore", metastore_uri, env={"HSH_HOME": str(tmp_path / "h")})
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {name}: ") and "does not exist any more" in line, line
+    assert not root.exists()
+    assert [p.parameters.get("numRows") for p in hms.get_partitions(database, table_name)] == before
+
+
 # ---------------------------------------------------------------- (d) (g): a follower running in the background
 def test_a_background_follower_catches_a_new_file_and_stops_on_sigterm(
         metastore_uri: str, table: tuple[str, Path], tmp_path: Path) -> None:
