@@ -67,6 +67,8 @@ from storage_handler.stats.columns import (
     VERSION_TAG,
 )
 from storage_handler.stats.files.diff import index_rows
+from storage_handler.stats.index.layout import retyped, without_columns
+from storage_handler.stats.index.store import IndexSnapshot
 from storage_handler.storage import storage_for
 from storage_handler.work import INDEX_GROUPS_READ, INDEX_LOADS, METASTORE_CALLS, counting
 
@@ -259,7 +261,7 @@ class ParquetInputFormat:
             wanted = membership_columns(evaluator.bound) if evaluator is not None else frozenset()
             snapshot = load_index(conf.location, prefixes, wanted, conf=job_conf, cached=True)
             index_version = snapshot.version if snapshot else None
-            scan, fresh = attach_index(scan, snapshot.table if snapshot else None)
+            scan, fresh = attach_index(scan, _current_types(snapshot, conf))
             unknown = scan.num_rows - _count(fresh)
             if evaluator is not None:
                 selection = evaluator.eval(scan, after_parts)
@@ -296,6 +298,25 @@ class ParquetInputFormat:
         """One split per kept file (Parquet files are read whole; row groups are pruned when reading)."""
         result = result or self.list_status(job_conf)
         return [Split(f.path, f.length, f.partition_values) for f in result.files]
+
+
+def _current_types(snapshot: IndexSnapshot | None, conf: JobConf) -> pa.Table | None:
+    """The snapshot's rows, without statistics of columns whose type changed since they were indexed
+    (:func:`~storage_handler.stats.index.layout.retyped`; a tuple comparison when nothing changed)."""
+    if snapshot is None:
+        return None
+    changed = retyped(snapshot.columns, conf.columns)
+    if not changed:
+        return snapshot.table
+    if (conf.location, snapshot.version) not in _RETYPED_WARNED:
+        _RETYPED_WARNED.add((conf.location, snapshot.version))
+        log.warning("table %s: column(s) %s changed type since the index was built; their statistics are not "
+                    "used until `hsh index refresh %s` indexes them as %s", conf.table, ", ".join(changed),
+                    conf.table, ", ".join(str(t) for n, t in conf.columns if n.lower() in {c.lower() for c in changed}))
+    return without_columns(snapshot.table, changed)
+
+
+_RETYPED_WARNED: set[tuple[str, int]] = set()
 
 
 @functools.lru_cache(maxsize=256)

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from storage_handler.errors import SchemaError, StatsIndexError
 from storage_handler.stats.columns import (
+    BLOOM_FILTERS,
     MAX_VALUES,
     MIN_VALUES,
     MODIFICATION_TIME,
@@ -37,6 +38,7 @@ from storage_handler.stats.columns import (
     PATH,
     SIZE,
     STATS_ERROR,
+    VALUE_LISTS,
     VERSION_TAG,
 )
 from storage_handler.stats.files.file_list import DataFile, FileList
@@ -128,6 +130,35 @@ def outdated(schema: pa.Schema) -> bool:
     (:attr:`StatsOptions.rules`): those rules trusted bounds these do not, so none of its rows may prune until a
     refresh reads its files again. An index written by a newer build is not outdated: rules only get stricter."""
     return options_of(schema).rules < BOUND_RULES
+
+
+def retyped(index_columns: Iterable[tuple[str, HiveType]], table_columns: Iterable[tuple[str, HiveType]]) -> list[str]:
+    """The indexed columns whose type the table no longer has (an ``ALTER TABLE`` the index has not seen): their
+    bounds, bloom filters (hashed in the old type's encoding) and value lists describe other values than a
+    query of the new type asks about (``int`` -> ``bigint`` hashes 6 as another key; ``string`` ->
+    ``varchar(3)`` cuts values Spark compares)."""
+    now = {name.lower(): str(hive_type) for name, hive_type in table_columns}
+    return [name for name, hive_type in index_columns if now.get(name.lower(), str(hive_type)) != str(hive_type)]
+
+
+def without_columns(index: pa.Table, names: Iterable[str]) -> pa.Table:
+    """``index`` with the named columns' statistics (bounds, null counts, filters) taken out of every per-column
+    struct: unknown, so every query keeps their files, until a refresh indexes them under the table's types."""
+    drop = {name.lower() for name in names}
+    for struct_name in (MIN_VALUES, MAX_VALUES, NULL_COUNT, BLOOM_FILTERS, VALUE_LISTS):
+        if struct_name not in index.column_names:
+            continue
+        column = index.column(struct_name).combine_chunks()
+        keep = [i for i in range(column.type.num_fields) if column.type.field(i).name.lower() not in drop]
+        if len(keep) == column.type.num_fields:
+            continue
+        children = column.flatten()  # offsets and the parent's nulls applied
+        fields = [column.type.field(i) for i in keep]
+        rebuilt = (pa.StructArray.from_arrays([children[i] for i in keep], fields=fields) if keep
+                   else pa.array([{}] * index.num_rows, pa.struct([])))
+        at = index.column_names.index(struct_name)
+        index = index.set_column(at, pa.field(struct_name, rebuilt.type), rebuilt)
+    return index
 
 
 def stats_table(
