@@ -172,10 +172,11 @@ def _timestamps(arr: pa.Array, unit: str) -> tuple[list[pa.Array] | None, bool]:
         return [ints.view(pa.timestamp("us"))], True
     if unit != "NANOS":
         return None, False
-    ns = ints.to_numpy(zero_copy_only=False)
-    valid = pc.is_valid(ints).to_numpy(zero_copy_only=False)
-    floor = np.floor_divide(ns[valid], 1000)
-    ceil = -np.floor_divide(-ns[valid], 1000)
+    # int64 without the nulls: with them, to_numpy gives float64, which rounds nanoseconds near 1.6e18 by ~128 ns
+    # and so off the microsecond a reader truncates to
+    ns = ints.drop_null().to_numpy(zero_copy_only=False)
+    floor = np.floor_divide(ns, 1000)
+    ceil = -np.floor_divide(-ns, 1000)
     exact = bool((floor == ceil).all())
     readings = [pa.array(floor, pa.int64()).view(pa.timestamp("us"))]
     if not exact:

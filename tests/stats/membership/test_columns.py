@@ -86,6 +86,17 @@ def test_several_readings_of_one_value_all_go_into_the_filter_and_no_list_is_kep
         assert _holds(m["d"].bloom, Decimal(value), "decimal(5,2)")
 
 
+def test_nanoseconds_beside_a_null_keep_both_readings_exact(tmp_path: Path) -> None:
+    """With a null in the column, numpy's view of the nanoseconds was float64: 2020-01-01 00:00:00.123456999
+    became ...123457 and ...123458 µs, and the microsecond a truncating reader sees was ruled out."""
+    path = tmp_path / "f.parquet"
+    ns = 1_577_836_800_123_456_999
+    pq.write_table(pa.table({"ts": pa.array([ns, None], pa.int64()).cast(pa.timestamp("ns"))}), path)
+    m = _stats(path, "ts timestamp", MembershipSpec(("ts",), 0.01)).membership
+    for us in (ns // 1000, -((-ns) // 1000)):
+        assert _holds(m["ts"].bloom, EPOCH + dt.timedelta(microseconds=us), "timestamp")
+
+
 def test_exact_readings_keep_lists_of_table_values(tmp_path: Path) -> None:
     path = tmp_path / "f.parquet"
     pq.write_table(pa.table({
