@@ -197,6 +197,25 @@ def test_turned_off_the_new_files_stay_unindexed_and_the_lag_shows(spark, events
     assert last_scan_metrics(name)["files_kept_unindexed"] == 0
 
 
+def test_an_answer_planned_long_before_it_runs_sees_a_file_another_process_added(spark, events) -> None:  # noqa: ANN001
+    """``df.explain()``, then a loader copies a file into a partition, then ``df.collect()`` seconds later: Spark
+    lists a partitioned table when the query runs, so the count includes the file. The index's numbers asked at
+    planning are not reused past 5 s (the prune answer's bound): the aggregation is planned anew."""
+    import shutil
+    import time
+
+    name, root = events
+    rows = spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+    with session_settings(spark, {"spark.hsh.aggregates.minAnsweredBytes": "0"}):
+        counted = spark.sql(f"SELECT count(*) FROM {name}")
+        plan = counted._jdf.queryExecution().optimizedPlan().toString()
+        assert "files_from_index" in plan, plan
+        source = sorted((root / "dt=2024-01-01").glob("*.parquet"))[0]
+        shutil.copy(source, source.with_name("copied-by-a-loader.parquet"))
+        time.sleep(5.5)
+        assert counted.collect()[0][0] == rows + pq.read_metadata(source).num_rows
+
+
 def test_without_observation_the_static_prefix_is_listed(spark, events) -> None:  # noqa: ANN001
     name, root = events
     with session_settings(spark, {"spark.hsh.indexOnWrite.observePartitions": "false"}):

@@ -81,7 +81,7 @@ public final class HshFileIndex extends FileIndexBase {
   });
 
   /** How long an answer may be reused: the time between Spark's size estimate and its listing, not longer. */
-  private static final long REUSE_NANOS = 5_000_000_000L;
+  static final long REUSE_NANOS = 5_000_000_000L;
 
   private HshFileIndex(SparkSession session, HshTable table, List<Expression> queryFilters, JsonNode fixedFiles,
       String note) {

@@ -72,6 +72,7 @@ final class IndexAnswer {
     final long readRows; // as the index counts them; negative when it does not know them all
     final boolean interpreted; // whether the driver evaluates the expressions interpreted (DriverProjections)
     final long writes; // TableWrites' count when the answer was asked
+    final long askedNanos; // when (System.nanoTime(), driver only)
     /** The aggregation as it was before the rewrite (driver only): planned anew once the answer is stale. */
     final transient Aggregate original;
 
@@ -85,11 +86,18 @@ final class IndexAnswer {
       this.interpreted = interpreted;
       this.writes = writes;
       this.original = original;
+      this.askedNanos = System.nanoTime();
     }
 
-    /** Whether the table was written from this driver since the answer was asked ({@link TableWrites}). */
+    /**
+     * Whether the answer may no longer be the table's: written from this driver since it was asked
+     * ({@link TableWrites}), or asked longer ago than a prune answer is reused ({@link HshFileIndex#REUSE_NANOS}).
+     * The second is for changes no driver of ours sees (a file another process copies in, a partition another
+     * client drops) between planning and running ({@code df.explain()}, then {@code df.collect()} later): Spark
+     * lists a partitioned table when the query runs, so an answer asked at planning must not outlive that bound.
+     */
     boolean stale() {
-      return TableWrites.since(table, writes);
+      return TableWrites.since(table, writes) || System.nanoTime() - askedNanos > HshFileIndex.REUSE_NANOS;
     }
 
     @Override

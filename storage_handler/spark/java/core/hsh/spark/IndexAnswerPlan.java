@@ -39,12 +39,13 @@ abstract class IndexAnswerPlan extends SparkPlan {
 
   /**
    * The driver's answer, or null when it could not answer (then Spark's plan must run: {@link #sparkOwn}). A
-   * write into the table from this driver since the answer was asked makes it null too: Spark plans the
-   * aggregation anew then, as its own read would list the files now.
+   * stale answer ({@link IndexAnswer.Marker#stale}: a write into the table from this driver since it was asked, or
+   * asked more than 5 s ago) makes it null too: Spark plans the aggregation anew then, as its own read would list
+   * the files now.
    */
   private List<InternalRow> rows() {
     if (marker.stale() && marker.original != null) {
-      Timings.record("aggregate_replanned_after_write", marker.table, System.nanoTime());
+      Timings.record("aggregate_replanned_stale", marker.table, System.nanoTime());
       return null;
     }
     try {
@@ -78,8 +79,8 @@ abstract class IndexAnswerPlan extends SparkPlan {
         : sparkContext().parallelize(Scala.seq(rows), 1, ClassTag$.MODULE$.apply(InternalRow.class));
   }
 
-  /** What Spark's plan runs when the driver does not answer: the aggregation as planned, or, once the table was
-   *  written since (its answer stale), the aggregation as it was before the rewrite, optimized anew. */
+  /** What Spark's plan runs when the driver does not answer: the aggregation as planned, or, once its answer is
+   *  stale, the aggregation as it was before the rewrite, optimized anew. */
   private Aggregate sparkOwn() {
     return marker.stale() && marker.original != null ? marker.original : aggregate;
   }
