@@ -56,6 +56,9 @@ class IndexMetaHook:
         # registered outside the table folder are then indexed too (by absolute path). Without it, only the
         # table folder is walked (at create time no partition is registered yet).
         self.partitions: PartitionSource | None = None
+        # Another registered table has the same folder (Hive allows two external tables on one): dropping this
+        # one keeps the index they share (the caller checks the metastore; see ``hsh drop``).
+        self.shared_location = False
 
     # -- create
     def pre_create_table(self, table: Any) -> None:
@@ -87,6 +90,8 @@ class IndexMetaHook:
 
     def commit_drop_table(self, table: Any, delete_data: bool) -> None:
         location = self._root(TableDesc.from_hms(table))
+        if self.shared_location and not delete_data:
+            return  # another registered table reads the same folder: the index is its too
         storage = storage_for(location, s3a_settings(table.parameters))
         storage.delete_tree(location if delete_data else index_dir(location))
 

@@ -90,6 +90,23 @@ def test_drop_keeps_data_unless_purged(metastore_uri: str, hms, events_dataset: 
     assert not events_dataset.exists()
 
 
+def test_dropping_one_of_two_tables_on_a_folder_keeps_what_the_other_uses(metastore_uri: str, hms,
+                                                                         events_dataset: Path) -> None:
+    """Hive allows two external tables on one folder; registered, they share its index. Dropping one deleted the
+    index the other prunes with, and ``--purge`` the other's data."""
+    _register(hms, "shared.one", events_dataset)
+    _register(hms, "shared.two", events_dataset)
+    proc = run_hsh("drop", "shared.two", "--purge", "--metastore", metastore_uri)
+    assert proc.returncode == 2 and "also the folder of registered table shared.one" in proc.stderr, proc.stderr
+    assert hms.table_exists("shared", "two") and len(list(events_dataset.rglob("*.parquet"))) >= 9
+    proc = run_hsh("drop", "shared.two", "--metastore", metastore_uri)
+    assert proc.returncode == 0 and "stay: registered table shared.one uses them" in proc.stderr, proc.stderr
+    assert (events_dataset / "_hsh_index").is_dir()
+    proc = run_hsh("drop", "shared.one", "--metastore", metastore_uri)
+    assert proc.returncode == 0, proc.stderr
+    assert not (events_dataset / "_hsh_index").exists()
+
+
 def test_partition_values_are_hive_escaped_and_typed(hms, tmp_path: Path) -> None:
     import pyarrow as pa
 
