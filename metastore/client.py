@@ -43,7 +43,7 @@ from thrift.transport import TSocket, TTransport
 from metastore.locks import table_lock
 from metastore.security.config import KerberosSettings, current
 from metastore.security.errors import HANDSHAKE_TIMEOUT, SERVER_NOT_SASL, SERVER_REQUIRES_SASL
-from metastore.uri import METASTORE_URI_ENV
+from metastore.uri import METASTORE_URI_ENV, parse_metastore_uris
 from metastore.uri import MetastoreAddress as MetastoreAddress  # re-exported: callers found them here
 from metastore.uri import parse_metastore_uri as parse_metastore_uri
 from metastore.uri import redact as redact
@@ -97,9 +97,12 @@ class MetastoreClient:
         call_deadline: float | None = None,
         security: KerberosSettings | None = None,
     ) -> None:
-        self.address = parse_metastore_uri(uri)
+        # every metastore of ``hive.metastore.uris``; ``address`` / ``uri``: the one connected to (or tried first)
+        self.addresses = parse_metastore_uris(uri)
+        self.address = self.addresses[0]
         self.security = (current() if security is None else security).validated()
         self.uri = self.address.uri
+        self.uris = ",".join(a.uri for a in self.addresses)  # what another client of the same metastore is given
         self.connect_timeout = connect_timeout
         self.socket_timeout = socket_timeout
         self.retries = retries
@@ -118,7 +121,7 @@ class MetastoreClient:
         a Thrift connection carries one call at a time). ``retries`` and ``socket_timeout`` override this one's
         (a lock heartbeat retries once and waits briefly: the next beat is the retry)."""
         timeout = self.socket_timeout if socket_timeout is None else socket_timeout
-        return MetastoreClient(self.uri, connect_timeout=self.connect_timeout, socket_timeout=timeout,
+        return MetastoreClient(self.uris, connect_timeout=self.connect_timeout, socket_timeout=timeout,
                                retries=self.retries if retries is None else retries, backoff=self.backoff,
                                max_backoff=self.max_backoff,
                                call_deadline=self.call_deadline if socket_timeout is None else None,
@@ -133,8 +136,25 @@ class MetastoreClient:
         self.close()
 
     def open(self) -> None:
+        """Connect to the metastore last connected to, else to the next of :attr:`addresses` that answers (a highly
+        available metastore's failover, as Hive's client does it); raise for the last one when none does."""
         if self._client is not None:
             return
+        start = self.addresses.index(self.address)
+        for i in range(len(self.addresses)):
+            address = self.addresses[(start + i) % len(self.addresses)]
+            if address != self.address:
+                self.address, self.uri, self._speaks_sasl = address, address.uri, None
+            try:
+                self._open_one()
+                return
+            except MetastoreUnavailableError:
+                if i == len(self.addresses) - 1:
+                    raise
+                log.warning("metastore %s does not answer; trying %s", self.uri,
+                            self.addresses[(start + i + 1) % len(self.addresses)].uri)
+
+    def _open_one(self) -> None:
         sock = _ReplySniffingSocket(self.address.host, self.address.port)
         sock.setTimeout(int(self.connect_timeout * 1000))  # bounds the connect and each read of a SASL handshake
         transport: TTransport.TTransportBase
@@ -148,7 +168,7 @@ class MetastoreClient:
         try:
             transport.open()  # a MetastoreAuthError (Kerberos) goes out as it is: not retried, not "unavailable"
         except _TRANSPORT_ERRORS as e:
-            if os.environ.get(METASTORE_URI_ENV, "").strip() == self.uri:  # the user's setting chose it
+            if os.environ.get(METASTORE_URI_ENV, "").strip() in (self.uri, self.uris):  # the user's setting chose it
                 hint = ("it comes from $HSH_METASTORE_URI: point that at a running metastore, or unset it to use "
                         "the embedded one (`hsh metastore start`)")
             else:

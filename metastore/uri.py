@@ -26,8 +26,14 @@ class MetastoreAddress:
         return f"thrift://{self.host}:{self.port}"
 
 
+def parse_metastore_uris(uri: str) -> tuple[MetastoreAddress, ...]:
+    """Parse ``hive.metastore.uris``: one ``thrift://host:port`` or several, comma-separated (highly available
+    metastores; a client connects to the first that answers, as Hive's does)."""
+    return tuple(parse_metastore_uri(part) for part in uri.split(",") if part.strip()) or (parse_metastore_uri(uri),)
+
+
 def parse_metastore_uri(uri: str) -> MetastoreAddress:
-    """Parse ``thrift://host:port`` (the form ``hive.metastore.uris`` uses; only the first URI of a list is used)."""
+    """Parse one ``thrift://host:port`` (of a list, the first: see :func:`parse_metastore_uris`)."""
     first = uri.split(",")[0].strip()
     parsed = urlparse(first)
     try:

@@ -37,7 +37,7 @@ class MetastorePartitions:
     @classmethod
     def using(cls, client: MetastoreClient, database: str, table: str, keys: Sequence[str]) -> MetastorePartitions:
         """A source over an open ``client`` that stays the caller's (``close`` leaves it open)."""
-        return cls(client.uri, database, table, tuple(keys), client, owns_client=False)
+        return cls(client.uris, database, table, tuple(keys), client, owns_client=False)
 
     def _client(self) -> MetastoreClient:
         count(METASTORE_CALLS)
@@ -116,7 +116,7 @@ class _ClientPool:
         # is reused only with the same credentials)
         client = MetastoreClient(uri)
         with self._lock:
-            idle = self._idle.get((client.uri, client.security))
+            idle = self._idle.get((client.uris, client.security))
             if idle:
                 return idle.pop()
         client.open()
@@ -124,7 +124,7 @@ class _ClientPool:
 
     def give_back(self, client: MetastoreClient) -> None:
         with self._lock:
-            idle = self._idle.setdefault((client.uri, client.security), [])
+            idle = self._idle.setdefault((client.uris, client.security), [])
             if len(idle) < self.keep:
                 idle.append(client)
                 return

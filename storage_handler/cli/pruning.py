@@ -82,7 +82,7 @@ def table_desc(args: argparse.Namespace, name_text: str) -> Any:
 
     name = parse_table_name(name_text)
     with MetastoreClient(metastore_uri(args)) as client:
-        return TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
+        return TableDesc.from_hms(client.get_table(name.database, name.table), client.uris)
 
 
 def _unregistered(args: argparse.Namespace, desc: Any) -> int:

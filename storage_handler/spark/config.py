@@ -33,7 +33,7 @@ from metastore.security.spark import (
     without_credentials,
     write_hadoop_conf_dir,
 )
-from metastore.uri import parse_metastore_uri
+from metastore.uri import parse_metastore_uris
 from storage_handler.errors import ConfigurationError
 from storage_handler.home import spark_jars, state_home
 from storage_handler.spark.jvm import native_scan_conf
@@ -57,7 +57,7 @@ def spark_conf(metastore_uri: str, warehouse: str | None = None, *, native_scan:
         "spark.sql.catalogImplementation": "hive",
         # thrift://host:port only: the binary metastore protocol never uses URI credentials, and a command line
         # is visible to every local user.
-        "spark.hadoop.hive.metastore.uris": parse_metastore_uri(metastore_uri).uri,
+        "spark.hadoop.hive.metastore.uris": ",".join(a.uri for a in parse_metastore_uris(metastore_uri)),
         "spark.sql.python.filterPushdown.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",

@@ -87,7 +87,7 @@ class HshDataSource(DataSource):
             )
         name = parse_table_name(table)
         with MetastoreClient(resolve_metastore_uri(self.options.get("metastore"))) as client:
-            desc = TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
+            desc = TableDesc.from_hms(client.get_table(name.database, name.table), client.uris)
         return StructType.fromJson(json.loads(
             spark_schema_json(desc.name, desc.location, desc.columns, desc.partition_keys, desc.metastore_uri,
                               desc.parameters)))

@@ -49,7 +49,7 @@ def load_table_desc(spark: SparkSession, table: str) -> TableDesc:
     # process's environment: resolve the metastore's security from both
     security = resolve(spark_conf=dict(spark.sparkContext.getConf().getAll()))
     with MetastoreClient(_metastore_uri(spark), security=security) as client:
-        return TableDesc.from_hms(client.get_table(name.database, name.table), client.uri)
+        return TableDesc.from_hms(client.get_table(name.database, name.table), client.uris)
 
 
 @contextmanager

@@ -88,3 +88,20 @@ def test_java_missing_is_one_clear_line(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Java 17 is required" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_a_list_of_metastores_fails_over_to_one_that_answers(metastore_uri: str) -> None:
+    """``hive.metastore.uris`` of a highly available metastore: the first is down, the second answers. Only the
+    first was ever tried (the client failed), and Spark's session was given only the first (no failover left)."""
+    from metastore.client import MetastoreClient, MetastoreUnavailableError
+    from storage_handler.spark.config import spark_conf
+
+    down = "thrift://127.0.0.1:1"
+    both = f"{down}, {metastore_uri}"
+    with MetastoreClient(both, connect_timeout=2) as client:
+        assert isinstance(client.get_all_databases(), list)
+        assert client.uri == metastore_uri and client.uris == f"{down},{metastore_uri}"
+        assert client.sibling().uris == client.uris
+    with pytest.raises(MetastoreUnavailableError, match="127.0.0.1:2"):
+        MetastoreClient(f"{down},thrift://127.0.0.1:2", connect_timeout=2).open()
+    assert spark_conf(both, native_scan=False)["spark.hadoop.hive.metastore.uris"] == f"{down},{metastore_uri}"
