@@ -75,7 +75,14 @@ def prepare_process(settings: KerberosSettings) -> None:
     the session's -- and this interpreter for the Python workers (the data source's readers import this
     project)."""
     from metastore.security.config import configure_process
+    from storage_handler.errors import ConfigurationError
 
+    cache = os.environ.get("KRB5CCNAME", "")
+    if settings.sasl_enabled and not settings.keytab and ":" in cache and not cache.startswith("FILE:"):
+        raise ConfigurationError(
+            f"the ticket cache KRB5CCNAME={cache.split(':', 1)[0]}:... is one Java cannot read (it reads FILE: "
+            "caches only), so Spark's metastore client would find no ticket: `kinit -c FILE:/tmp/krb5cc_$(id -u)` "
+            "with KRB5CCNAME set to that, or give the session a keytab (spark.kerberos.keytab / principal)")
     os.environ.update(kerberos_environment(settings))
     if settings.sasl_enabled:
         configure_process(settings)

@@ -203,6 +203,7 @@ def test_a_session_on_the_ticket_cache_drops_a_parents_keytab(monkeypatch: pytes
     from metastore.security.config import current
     from storage_handler.spark.session import prepare_process
 
+    _restored(monkeypatch)
     monkeypatch.setenv("HSH_HOME", str(tmp_path))
     for key, value in {"HSH_METASTORE_SASL": "true", "HSH_METASTORE_PRINCIPAL": "hive/_HOST@R",
                        "HSH_KERBEROS_KEYTAB": "/svc.keytab", "HSH_KERBEROS_PRINCIPAL": "svc@R"}.items():
@@ -274,3 +275,32 @@ def test_sessions_with_other_settings_do_not_rewrite_each_others_hadoop_conf(mon
     assert first != second
     assert read_site_xml(first / "core-site.xml")["hadoop.rpc.protection"] == "privacy"
     assert Path(kerberos_environment(private, tmp_path)["HADOOP_CONF_DIR"]) == first  # the same settings: reused
+
+
+def test_a_ticket_cache_java_cannot_read_is_one_line_before_spark_starts(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    """``DIR:``, ``KEYRING:`` and ``KCM:`` caches work for the Python side and not for Spark's Java client, which
+    failed later with "Failed to find any Kerberos tgt"."""
+    from storage_handler.errors import ConfigurationError
+    from storage_handler.spark.session import prepare_process
+
+    _restored(monkeypatch)
+    monkeypatch.setenv("HSH_HOME", str(tmp_path))
+    ticket = KerberosSettings(sasl_enabled=True, service_principal="hive/_HOST@R")
+    monkeypatch.setenv("KRB5CCNAME", "DIR:/run/user/0/krb5cc")
+    with pytest.raises(ConfigurationError, match="KRB5CCNAME=DIR:... is one Java cannot read"):
+        prepare_process(ticket)
+    prepare_process(KerberosSettings(sasl_enabled=True, service_principal="hive/_HOST@R", keytab="/k",
+                                     client_principal="u@R"))  # a keytab: the cache is not used
+    monkeypatch.setenv("KRB5CCNAME", "FILE:/tmp/krb5cc_0")
+    prepare_process(ticket)
+
+
+def _restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every variable ``prepare_process`` may set, restored as it was after the test (it writes ``os.environ``)."""
+    for key in ("HSH_METASTORE_SASL", "HSH_METASTORE_PRINCIPAL", "HSH_KERBEROS_KEYTAB", "HSH_KERBEROS_PRINCIPAL",
+                "HADOOP_CONF_DIR", "KRB5_CONFIG", "KRB5CCNAME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
+                "SPARK_LOCAL_IP"):
+        monkeypatch.setenv(key, os.environ.get(key, ""))
+        if not os.environ.get(key):
+            monkeypatch.delenv(key)
