@@ -348,6 +348,15 @@ class StrictEngine:
 def table_schema(layout: Layout, scan: FooterScan) -> tuple[pa.Schema, tuple[tuple[str, HiveType], ...]]:
     """The union of the schemas ``scan`` found (its files may be a sample of the layout's), as Arrow and as Hive
     columns; a column that is also a partition key is refused."""
+    for group in scan.groups:
+        if group.nanos:
+            raise SchemaError(
+                f"column(s) {', '.join(repr(n) for n in group.nanos)} in {absolute_path(layout.root, group.nanos_file)} "
+                "are stored as nanosecond timestamps (INT64 TIMESTAMP(NANOS), pandas' and pyarrow's default), which "
+                "Spark cannot read: every query of the table would fail. Rewrite the files with microseconds "
+                "(pyarrow: pq.write_table(..., coerce_timestamps='us'); pandas: df.to_parquet(..., "
+                "coerce_timestamps='us', allow_truncated_timestamps=True)); nothing was registered"
+            )
     arrow_schema = unify_schemas(layout.root, scan.schemas)
     clash = {k for k, _ in layout.partition_keys} & {n.lower() for n in arrow_schema.names}
     if clash:

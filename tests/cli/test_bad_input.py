@@ -117,3 +117,17 @@ def test_index_refresh_of_a_table_whose_folder_is_gone(metastore_uri: str, tmp_p
            "nothing was indexed or published")
     assert not root.exists()
     assert hms.get_partitions("gone", "t")[0].parameters.get("numRows") == "3"
+
+
+def test_nanosecond_timestamps_are_refused_naming_the_fix(metastore_uri: str, tmp_path: Path, hms) -> None:
+    """pandas' and pyarrow's default INT64 TIMESTAMP(NANOS): registered as ``timestamp``, every plain Spark query
+    of the table failed (PARQUET_COLUMN_DATA_TYPE_MISMATCH). INT96 (Arrow reads it as the same ns type) is fine."""
+    ts = pa.array([1_700_000_000_000_000_000], pa.timestamp("ns"))
+    pq.write_table(pa.table({"x": [1], "ts": ts}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": [2], "ts": ts}), tmp_path / "b.parquet", coerce_timestamps="us")
+    _fails(run_hsh("register", "bad.nanos", str(tmp_path), "--metastore", metastore_uri),
+           "column(s) 'ts' in", "a.parquet", "nanosecond timestamps", "coerce_timestamps='us'")
+    assert not hms.table_exists("bad", "nanos")
+    (tmp_path / "a.parquet").unlink()
+    pq.write_table(pa.table({"x": [1], "ts": ts}), tmp_path / "a.parquet", use_deprecated_int96_timestamps=True)
+    assert run_hsh("register", "bad.nanos", str(tmp_path), "--metastore", metastore_uri).returncode == 0

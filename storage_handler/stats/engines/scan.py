@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from storage_handler.errors import SchemaError, StatsIndexError, StorageHandlerError
 from storage_handler.stats.columns import NULL_COUNT, NUM_RECORDS, PATH
@@ -52,6 +53,10 @@ class _Group:
     first: int
     first_file: str
     columns: tuple[tuple[str, HiveType], ...] | None
+    # top-level columns stored as INT64 TIMESTAMP(NANOS), and a file that has them: Arrow reads them as the same
+    # timestamp[ns] as INT96, but Spark refuses them (registration does, saying so)
+    nanos: tuple[str, ...] = ()
+    nanos_file: str = ""
 
 
 @dataclass
@@ -114,8 +119,11 @@ class FooterScan:
         known = next((g for g in self.groups if g.arrow.equals(group.arrow)), None)
         if known is None:
             self.groups.append(group)
-        elif group.first < known.first:
+            return
+        if group.first < known.first:
             known.first, known.first_file = group.first, group.first_file
+        if group.nanos and not known.nanos:
+            known.nanos, known.nanos_file = group.nanos, group.nanos_file
 
 
 def scan_footers(root: str, files: Sequence[DataFile], options: StatsOptions, *,
@@ -144,6 +152,19 @@ def _scan(root: str, files: FileList, options: StatsOptions, conf: Mapping[str, 
     return scan
 
 
+def nanosecond_columns(schema: pq.ParquetSchema) -> tuple[str, ...]:
+    """The top-level columns with a leaf stored as INT64 ``TIMESTAMP(NANOS)`` (pandas' and pyarrow's default):
+    Arrow reads them as ``timestamp[ns]`` like INT96, but Spark fails on every query of a table that has them."""
+    found: list[str] = []
+    for i in range(len(schema)):
+        column = schema.column(i)
+        if column.physical_type == "INT64" and '"timeUnit":"nanoseconds"' in column.logical_type.to_json():
+            top = column.path.split(".")[0]
+            if top not in found:
+                found.append(top)
+    return tuple(found)
+
+
 def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOptions, start: int,
                 files: FileList) -> _ChunkResult:
     """Footers of one chunk, grouped by schema (module level: it runs in worker processes too)."""
@@ -159,7 +180,8 @@ def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOpti
                 (fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow)
         except (SchemaError, StorageHandlerError):
             columns = None
-        group = _Group(arrow, start + first, files.paths[first].as_py(), columns)
+        group = _Group(arrow, start + first, files.paths[first].as_py(), columns, nanosecond_columns(schema),
+                       files.paths[first].as_py())
         mine = files if len(members) == len(files) else files.take(members)
         if columns is None:  # not plannable alone: read again with the table's columns
             groups.append((group, None, list(mine)))
