@@ -17,6 +17,7 @@ Arrow table per group, never a Python object per file of the whole dataset.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -158,7 +159,8 @@ def nanosecond_columns(schema: pq.ParquetSchema) -> tuple[str, ...]:
     found: list[str] = []
     for i in range(len(schema)):
         column = schema.column(i)
-        if column.physical_type == "INT64" and '"timeUnit":"nanoseconds"' in column.logical_type.to_json():
+        if column.physical_type == "INT64" and column.logical_type.type == "TIMESTAMP" \
+                and json.loads(column.logical_type.to_json()).get("timeUnit") == "nanoseconds":
             top = column.path.split(".")[0]
             if top not in found:
                 found.append(top)

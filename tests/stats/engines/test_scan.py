@@ -117,3 +117,21 @@ def test_a_script_without_a_main_guard_still_gets_its_index(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "15"
     assert "reading footers with threads instead" in proc.stderr
+
+
+def test_nanosecond_columns_are_told_from_int96(tmp_path) -> None:  # noqa: ANN001
+    """Arrow reads INT64 TIMESTAMP(NANOS) and INT96 as the same timestamp[ns]; Spark reads only INT96. The JSON
+    of the logical type is spaced differently across pyarrow releases (this runs on 14 and on 26)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from storage_handler.stats.engines.scan import nanosecond_columns
+
+    ns = pa.array([1_000], pa.timestamp("ns"))
+    table = pa.table({"t": ns, "s": pa.array([{"u": 1_000}], pa.struct([("u", pa.timestamp("ns"))])), "x": [1]})
+    pq.write_table(table, tmp_path / "ns.parquet")
+    pq.write_table(table, tmp_path / "int96.parquet", use_deprecated_int96_timestamps=True)
+    pq.write_table(table, tmp_path / "us.parquet", coerce_timestamps="us")
+    assert nanosecond_columns(pq.ParquetFile(tmp_path / "ns.parquet").schema) == ("t", "s")
+    assert nanosecond_columns(pq.ParquetFile(tmp_path / "int96.parquet").schema) == ()
+    assert nanosecond_columns(pq.ParquetFile(tmp_path / "us.parquet").schema) == ()
