@@ -10,16 +10,42 @@ which would read folders nobody registered.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from metastore.client import MetastoreClient
+from metastore.names import TableName
 from storage_handler.catalog.partitions import Partition, parse_partition_name
+from storage_handler.contract import PARAM_HANDLER
 from storage_handler.errors import ConfigurationError, MetastoreError
 from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION, partition_path
 from storage_handler.work import METASTORE_CALLS, count
 
 BATCH = 500
+TABLES_BATCH = 100  # tables per get_table_objects_by_name call
+
+
+def registered_tables(client: MetastoreClient, databases: Sequence[str] | None = None
+                      ) -> Iterator[tuple[TableName, Any]]:
+    """Every table of ``databases`` (default: all) carrying the handler's parameter, with its metastore object:
+    one call per database and one per :data:`TABLES_BATCH` tables (the follower's discovery, ``hsh drop``'s
+    look for another table on the same folder)."""
+    for db in databases or client.get_all_databases():
+        names = client.get_tables(db)
+        for start in range(0, len(names), TABLES_BATCH):
+            objects = client.raw(f"tables of database {db!r}",
+                                 _objects_by_name(db, list(names[start:start + TABLES_BATCH])), idempotent=True)
+            for table in objects:
+                if PARAM_HANDLER in (table.parameters or {}):
+                    yield TableName(db, table.tableName.lower()), table
+
+
+def _objects_by_name(db: str, names: list[str]) -> Callable[[Any], list[Any]]:
+    def call(thrift: Any) -> list[Any]:
+        return list(thrift.get_table_objects_by_name(db, names))
+
+    return call
 
 
 @dataclass

@@ -297,26 +297,14 @@ def _drop(args: argparse.Namespace) -> int:
 
 
 def _registered_on(client: Any, location: str, *, but: Any) -> list[Any]:
-    """The other registered tables whose folder is ``location`` (one call per database, one per 100 tables):
-    Hive allows two external tables on one folder, and with the handler they share its index."""
-    from metastore.names import TableName
-    from storage_handler.contract import PARAM_HANDLER
+    """The other registered tables whose folder is ``location``: Hive allows two external tables on one folder,
+    and with the handler they share its index."""
+    from storage_handler.catalog.metastore_source import registered_tables
     from storage_handler.storage import parse_location
 
     ours = parse_location(location).uri.rstrip("/")
-    found = []
-    for db in client.get_all_databases():
-        names = client.get_tables(db)
-        for start in range(0, len(names), 100):
-            batch = list(names[start:start + 100])
-            tables = client.raw(f"tables of database {db!r}", lambda c, d=db, b=batch: c.get_table_objects_by_name(d, b),
-                                idempotent=True)
-            for t in tables:
-                other = TableName(db, t.tableName.lower())
-                if other != but and PARAM_HANDLER in (t.parameters or {}) and t.sd is not None and t.sd.location \
-                        and parse_location(t.sd.location).uri.rstrip("/") == ours:
-                    found.append(other)
-    return sorted(found, key=str)
+    return sorted((name for name, table in registered_tables(client) if name != but and table.sd is not None
+                   and table.sd.location and parse_location(table.sd.location).uri.rstrip("/") == ours), key=str)
 
 
 def _describe(args: argparse.Namespace) -> int:

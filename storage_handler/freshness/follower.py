@@ -50,12 +50,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from metastore.client import MetastoreClient
 from metastore.names import TableName
 from storage_handler.catalog.listing import require_table_folder
-from storage_handler.catalog.metastore_source import MetastorePartitions
+from storage_handler.catalog.metastore_source import MetastorePartitions, registered_tables
 from storage_handler.catalog.partitions import Partition, parse_partition_name
 from storage_handler.contract import PARAM_HANDLER
 from storage_handler.errors import (
@@ -88,7 +87,6 @@ from storage_handler.storage import is_local, s3a_settings
 from storage_handler.table_desc import TableDesc
 
 log = logging.getLogger(__name__)
-DISCOVERY_BATCH = 100  # tables per get_table_objects_by_name call
 #: an object-store table is listed at most once per this many times the last listing took (boto3 parses ~90 µs of
 #: CPU per object listed: 40,000 objects take ~3.5 s, so such a table is listed every 35 s, not every 10)
 LISTING_DUTY = 10
@@ -208,16 +206,8 @@ class Follower:
         tables); tables that appeared are followed, tables that vanished forgotten, one line each. A failure
         other than the metastore's is an incident; the tables followed so far go on, and it is tried again at
         the next rescan."""
-        found: set[TableName] = set()
         try:
-            for db in self.databases or self.client.get_all_databases():
-                names = self.client.get_tables(db)
-                for start in range(0, len(names), DISCOVERY_BATCH):
-                    objects = self.client.raw(f"tables of database {db!r}",
-                                              _objects_by_name(db, list(names[start:start + DISCOVERY_BATCH])),
-                                              idempotent=True)
-                    found.update(TableName(db, t.tableName.lower()) for t in objects
-                                 if PARAM_HANDLER in (t.parameters or {}))
+            found = {name for name, _ in registered_tables(self.client, self.databases)}
         except MetastoreUnavailableError:
             raise
         except Exception as e:  # noqa: BLE001
@@ -385,12 +375,6 @@ def _apply(table: IndexedTable, changed: Sequence[Partition],
     merged = listings[0] if len(listings) == 1 else sum(listings[1:], listings[0])
     return updates, merged
 
-
-def _objects_by_name(db: str, names: list[str]) -> Callable[[Any], list[Any]]:
-    def call(thrift: Any) -> list[Any]:
-        return list(thrift.get_table_objects_by_name(db, names))
-
-    return call
 
 
 def _names(names: Sequence[str]) -> str:

@@ -103,11 +103,11 @@ def plan_sync(
 def _check_values(name: TableName, table: Any, dataset: Dataset, to_add: Sequence[tuple[str | None, ...]]) -> None:
     """Refuse, before anything changes, new folders whose values the registered keys' types cannot hold
     (``p=abc`` under ``p int``): every plain Spark query on the table would fail on them."""
-    keys = table_partition_keys(table)
-    bad = [(k, parse_hive_type(t), v[i], dataset.partition_name(v)) for v in to_add
-           for i, (k, t) in enumerate(keys) if not partition_value_fits(v[i], parse_hive_type(t))]
+    keys = [(k, parse_hive_type(t)) for k, t in table_partition_keys(table)]
+    bad = [(k, hive_type, dataset.partition_name(v)) for v in to_add
+           for i, (k, hive_type) in enumerate(keys) if not partition_value_fits(v[i], hive_type)]
     if bad:
-        key, hive_type, _value, _folder = bad[0]
+        key, hive_type, _folder = bad[0]
         folders = ", ".join(f for *_, f in bad[:3]) + (" ..." if len(bad) > 3 else "")
         raise SchemaError(
             f"table {name}: partition key {key!r} is {hive_type} but {len(bad)} new folder(s) under {dataset.root} "
