@@ -7,8 +7,12 @@ One place for every type rule in the project. Decisions, so nobody has to guess:
 * ``varchar(n)`` and ``char(n)`` are read as Arrow strings; the length is kept on the Hive side only.
 * Every Arrow timestamp unit and time zone maps to Hive ``timestamp``; reading back yields microseconds without a
   zone (Hive's timestamp is zone-less; a zoned Parquet column is shown as its UTC wall-clock time).
-* ``float16``, ``uint64``, dictionary-less oddities (durations, intervals, unions, ...) are refused with a message
-  that names the column and its Arrow type.
+* A column's type comes from its Parquet schema, never from the Arrow schema a writer stored beside it
+  (``ARROW:schema``): ``binary_view``, ``large_string``, ``list_view``, dictionaries, ``date64`` and durations
+  are stored as plain ``BYTE_ARRAY`` / ``LIST`` / ``INT32 DATE`` / ``INT64`` and Spark reads them so
+  (:func:`parquet_arrow_type`). Two files with one Parquet schema therefore always get one Hive type.
+* ``float16``, ``uint64``, intervals, unions, times ... are refused with a message that names the column and its
+  Arrow type.
 """
 
 from __future__ import annotations
@@ -166,6 +170,47 @@ def _parse(tokens: list[str], pos: int, text: str) -> tuple[int, HiveType]:
 
 
 # ---------------------------------------------------------------- Arrow -> Hive
+def parquet_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The Arrow type of what Parquet stores for ``arrow_type``: the type Arrow reads the column as without the
+    writer's stored ``ARROW:schema``, and the one Spark's reader sees.
+
+    Why: pyarrow restores the stored schema when it reads a footer, so a ``binary_view`` column and a ``binary``
+    column (both plain ``BYTE_ARRAY`` on disk) would read as different types, and which one a group of files
+    sharing a Parquet schema got depended on the file that opened its chunk."""
+    t = arrow_type
+    if isinstance(t, pa.ExtensionType):
+        return parquet_arrow_type(t.storage_type)
+    if pa.types.is_dictionary(t):
+        return parquet_arrow_type(t.value_type)
+    if pa.types.is_large_string(t) or _is(t, "string_view"):
+        return pa.string()
+    if pa.types.is_large_binary(t) or _is(t, "binary_view"):
+        return pa.binary()
+    if pa.types.is_duration(t):
+        return pa.int64()  # INT64 without an annotation
+    if pa.types.is_date64(t):
+        return pa.date32()
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or _is(t, "list_view") or _is(t, "large_list_view")):
+        return pa.list_(t.value_field.with_type(parquet_arrow_type(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(parquet_arrow_type(t.key_type), parquet_arrow_type(t.item_type))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(parquet_arrow_type(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
+def _is(t: pa.DataType, kind: str) -> bool:
+    """``pa.types.is_<kind>(t)`` where this pyarrow has the kind (the view types came with pyarrow 16)."""
+    test = getattr(pa.types, f"is_{kind}", None)
+    return bool(test is not None and test(t))
+
+
+def parquet_arrow_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field's type as :func:`parquet_arrow_type` gives it, and no metadata."""
+    return pa.schema([fld.with_type(parquet_arrow_type(fld.type)) for fld in schema])
+
+
 def arrow_to_hive(arrow_type: pa.DataType, column: str = "?") -> HiveType:
     """Map an Arrow type to the Hive type a Parquet column of that type is registered as."""
     t = arrow_type
@@ -180,7 +225,7 @@ def arrow_to_hive(arrow_type: pa.DataType, column: str = "?") -> HiveType:
     }
     if t in simple:
         return HiveType(simple[t])
-    if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t):
+    if _is(t, "string_view"):
         return HiveType("string")
     if pa.types.is_fixed_size_binary(t):
         return HiveType("binary")

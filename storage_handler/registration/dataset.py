@@ -223,7 +223,7 @@ def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]]) -> pa.Sch
                 raise SchemaError(
                     f"column {fld.name!r} has type {first.type} in {absolute_path(root, first_file)} but {fld.type} "
                     f"in {absolute_path(root, path)}; rewrite one of the files so the types agree (nothing was "
-                    "registered)"
+                    "changed)"
                 )
     return pa.schema([fld.with_name(name) for name, (fld, _) in fields.items()])
 
@@ -348,15 +348,21 @@ class StrictEngine:
 def table_schema(layout: Layout, scan: FooterScan) -> tuple[pa.Schema, tuple[tuple[str, HiveType], ...]]:
     """The union of the schemas ``scan`` found (its files may be a sample of the layout's), as Arrow and as Hive
     columns; a column that is also a partition key is refused."""
-    for group in scan.groups:
+    for group in sorted(scan.groups, key=lambda g: g.first):  # the first file in path order, whatever the chunks did
         if group.nanos:
             raise SchemaError(
                 f"column(s) {', '.join(repr(n) for n in group.nanos)} in {absolute_path(layout.root, group.nanos_file)} "
                 "are stored as nanosecond timestamps (INT64 TIMESTAMP(NANOS), pandas' and pyarrow's default), which "
                 "Spark cannot read: every query of the table would fail. Rewrite the files with microseconds "
                 "(pyarrow: pq.write_table(..., coerce_timestamps='us'); pandas: df.to_parquet(..., "
-                "coerce_timestamps='us', allow_truncated_timestamps=True)); nothing was registered"
+                "coerce_timestamps='us', allow_truncated_timestamps=True)); nothing was changed"
             )
+        for fld in group.arrow:
+            try:
+                arrow_to_hive(fld.type, fld.name)
+            except SchemaError as e:  # name the file: in a big table the column alone does not say which to fix
+                raise SchemaError(f"{e}; first seen in {absolute_path(layout.root, group.first_file)} (nothing was "
+                                  "changed)") from e
     arrow_schema = unify_schemas(layout.root, scan.schemas)
     clash = {k for k, _ in layout.partition_keys} & {n.lower() for n in arrow_schema.names}
     if clash:

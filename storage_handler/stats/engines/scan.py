@@ -42,7 +42,7 @@ from storage_handler.stats.index.file_stats import FileStats, StatsOptions
 from storage_handler.stats.index.layout import in_path_order, index_schema, indexed_columns, stats_table
 from storage_handler.stats.index.rows import footer_rows
 from storage_handler.storage import LOCAL, parse_location, storage_for
-from storage_handler.types import HiveType, arrow_to_hive
+from storage_handler.types import HiveType, arrow_to_hive, parquet_arrow_schema
 
 
 @dataclass
@@ -176,7 +176,7 @@ def _scan_chunk(root: str, conf: tuple[tuple[str, str], ...], options: StatsOpti
     for s, schema in enumerate(raw.schemas):
         members = np.flatnonzero(raw.schema == s)
         first = int(members[0])
-        arrow = schema.to_arrow_schema().remove_metadata()
+        arrow = parquet_arrow_schema(schema.to_arrow_schema())
         try:
             columns: tuple[tuple[str, HiveType], ...] | None = indexed_columns(
                 (fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow)

@@ -135,3 +135,37 @@ def test_nanosecond_columns_are_told_from_int96(tmp_path) -> None:  # noqa: ANN0
     assert nanosecond_columns(pq.ParquetFile(tmp_path / "ns.parquet").schema) == ("t", "s")
     assert nanosecond_columns(pq.ParquetFile(tmp_path / "int96.parquet").schema) == ()
     assert nanosecond_columns(pq.ParquetFile(tmp_path / "us.parquet").schema) == ()
+
+
+_VIEWS = pytest.mark.skipif(not hasattr(pa, "binary_view"), reason="this pyarrow has no view types")
+
+
+@_VIEWS
+@pytest.mark.parametrize("chunk_files", [1, 2, 4])
+def test_a_column_s_type_comes_from_its_parquet_schema_not_the_stored_arrow_one(tmp_path: Path,
+                                                                                chunk_files: int) -> None:
+    """binary_view / list_view / duration / large_string are plain BYTE_ARRAY / LIST / INT64 on disk, which Spark
+    reads as binary / array / bigint. The stored ARROW:schema said otherwise, and the group's type came from
+    whichever file opened its chunk: one folder registered or was refused by chunk size (engine, --workers)."""
+    kinds = [(pa.binary(), pa.string(), pa.list_(pa.int32()), pa.int64()),
+             (pa.binary_view(), pa.string_view(), pa.list_view(pa.int32()), pa.duration("s")),
+             (pa.large_binary(), pa.large_string(), pa.large_list(pa.int32()), pa.int64()),
+             (pa.binary(), pa.dictionary(pa.int32(), pa.string()), pa.list_(pa.int32()), pa.int64())]
+    for i, (b, s, lst, n) in enumerate(kinds):
+        write(tmp_path, f"{i}.parquet", pa.table({
+            "c": pa.array([b"x"], pa.binary()).cast(b), "s": pa.array(["y"]).cast(s),
+            "l": pa.array([[1, 2]], lst), "n": pa.array([5], pa.int64()).cast(n)}))
+    dataset = discover(str(tmp_path), engine=LocalEngine(max_workers=4, chunk_files=chunk_files))
+    assert [(name, str(t)) for name, t in dataset.columns] == [
+        ("c", "binary"), ("s", "string"), ("l", "array<int>"), ("n", "bigint")]
+    assert dataset.seed is not None
+    assert {r["path"]: r["max_values"]["n"] for r in dataset.seed.to_pylist()} == {f"{i}.parquet": 5 for i in range(4)}
+
+
+def test_a_type_hive_cannot_hold_is_refused_naming_the_first_file_that_has_it(tmp_path: Path) -> None:
+    for i in range(3):
+        write(tmp_path, f"dt={i}/a.parquet", pa.table({"id": pa.array([i], pa.uint64() if i else pa.int64())}))
+    with pytest.raises(DatasetError) as raised:
+        discover(str(tmp_path), engine=LocalEngine(max_workers=4, chunk_files=1))
+    assert "uint64" in str(raised.value) and f"{tmp_path}/dt=1/a.parquet" in str(raised.value)
+    assert "nothing was changed" in str(raised.value)
