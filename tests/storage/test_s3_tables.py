@@ -18,6 +18,7 @@ import pytest
 from storage_handler.demo.data import generate_events
 from storage_handler.storage import storage_for
 from tests.helpers import run_hsh
+from tests.pyarrow_compat import needs_bloom_writer
 from tests.s3 import ENV, new_bucket, put_parquet, upload_tree
 
 pytestmark = pytest.mark.usefixtures("s3_server")
@@ -220,3 +221,18 @@ def test_a_partition_in_another_bucket_is_listed_with_that_buckets_settings(meta
     scan = hsh(metastore_uri, "scan", "twob.t", "--where", "x >= 1", env=down)
     other = f"s3a://{other_bucket}/elsewhere/part-0.parquet"
     assert sorted(scan["kept_paths"]) == sorted(["dt=a/part-0.parquet", other])
+
+
+@needs_bloom_writer
+def test_a_writer_s_bloom_filters_are_read_from_the_table_s_store(metastore_uri, hms):
+    """The table names its endpoint; the environment's is down (or another store holding older copies). Footers
+    came from the table's store but the writer's bloom filters from the environment's: a copy's bytes ruled out
+    the file holding the value, or (as here) no filter was read and point lookups stopped pruning."""
+    location = f"s3a://{new_bucket()}/t"
+    for i in range(4):  # ids interleaved: every file's min/max overlap, only bloom filters tell them apart
+        put_parquet(location, f"f{i}.parquet", pa.table({"id": pa.array(range(i, 4000, 4), pa.int64())}),
+                    bloom_filter_options={"id": {"ndv": 1000, "fpp": 0.01}})
+    down = {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+    hsh(metastore_uri, "register", "bloomep.t", location, "--bloom-filter-columns", "id",
+        "--table-property", f"fs.s3a.endpoint={ENV['AWS_ENDPOINT_URL']}", env=down)
+    assert hsh(metastore_uri, "scan", "bloomep.t", "--where", "id = 1001", env=down)["kept_paths"] == ["f1.parquet"]

@@ -160,7 +160,7 @@ def read_file_stats(
                 if options.scan_float_columns:
                     stats = _scan_float_columns(pf, columns, stats)
                 if not options.membership.is_empty:  # bloom filters / value lists: same open file
-                    stats = replace(stats, membership=MappingProxyType(read_membership(pf, path, columns,
+                    stats = replace(stats, membership=MappingProxyType(read_membership(pf, source, path, columns,
                                                                                        options.membership)))
                 return stats
     except Exception as exc:  # noqa: BLE001 - any unreadable footer is recorded, never fatal for the table

@@ -56,9 +56,10 @@ class ColumnMembership:
 
 
 # ------------------------------------------------------------------------------------------------ reading
-def read_membership(pf: pq.ParquetFile, path: str, columns: Sequence[tuple[str, HiveType]],
+def read_membership(pf: pq.ParquetFile, handle: Any, path: str, columns: Sequence[tuple[str, HiveType]],
                     spec: MembershipSpec) -> dict[str, ColumnMembership]:
-    """Bloom filters and value lists of ``spec``'s columns for one open file; never raises."""
+    """Bloom filters and value lists of ``spec``'s columns for one open file (``handle``: the open file ``pf``
+    reads, whose own filters are read from it too); never raises."""
     types = {name.lower(): hive_type for name, hive_type in columns}
     leaves = _top_level_leaves(pf.metadata.schema)
     result: dict[str, ColumnMembership] = {}
@@ -68,7 +69,7 @@ def read_membership(pf: pq.ParquetFile, path: str, columns: Sequence[tuple[str, 
         if hive_type is None or hive_type.name not in bloom.MEMBERSHIP_TYPES or found is None or len(found) != 1:
             continue  # absent from this file: all null here, which min/max/null count already say
         try:
-            result[column] = _column(pf, path, found[0], hive_type, column in spec.bloom_columns,
+            result[column] = _column(pf, handle, found[0], hive_type, column in spec.bloom_columns,
                                      column in spec.value_list_columns, spec)
         except Exception as exc:  # noqa: BLE001 - a column we cannot read gets no filter (files are kept)
             log.debug("no bloom filter / value list for %s in %s: %s", column, path, exc)
@@ -84,12 +85,12 @@ def _top_level_leaves(schema: Any) -> dict[str, list[int]]:
     return leaves
 
 
-def _column(pf: pq.ParquetFile, path: str, leaf: int, hive_type: HiveType, want_bloom: bool, want_list: bool,
+def _column(pf: pq.ParquetFile, handle: Any, leaf: int, hive_type: HiveType, want_bloom: bool, want_list: bool,
             spec: MembershipSpec) -> ColumnMembership:
     md = pf.metadata
     source = classify(md.schema.column(leaf))
     if want_bloom and not want_list:
-        from_footer = footer_filter(path, md, leaf, source, hive_type, spec.fpp)
+        from_footer = footer_filter(handle, md, leaf, source, hive_type, spec.fpp)
         if from_footer is not None:
             return ColumnMembership(bloom=from_footer, from_footer=True)
     name = md.schema.column(leaf).name

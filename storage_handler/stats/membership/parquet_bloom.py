@@ -36,7 +36,6 @@ from storage_handler.stats.membership.bloom import (
     optimal_num_bytes,
     union,
 )
-from storage_handler.storage import storage_for
 from storage_handler.types import HiveType
 
 _HEADER_PEEK = 64  # a BloomFilterHeader is about 15 bytes
@@ -121,10 +120,14 @@ def _readable_range(hive_type: HiveType) -> tuple[int | None, int | None]:
     return None, None
 
 
-def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type: HiveType,
+def footer_filter(handle: Any, metadata: Any, leaf: int, source: Source, hive_type: HiveType,
                   fpp: float) -> bytes | None:
     """The index's filter for one column of one file, from the file's own row-group filters; None when they
-    cannot stand for the column (see the module docstring) and the values must be read instead."""
+    cannot stand for the column (see the module docstring) and the values must be read instead.
+
+    ``handle`` is the open file ``metadata`` was read from: the filters are read from that same version of the
+    object, through the table's own storage settings (opening the path again went to the environment's S3
+    endpoint, not the table's, and without the listed ETag: another store's bytes ruled out the file)."""
     column = metadata.schema.column(leaf)
     if not encoding_matches(source, getattr(column, "length", None), hive_type):
         return None
@@ -151,12 +154,11 @@ def footer_filter(path: str, metadata: Any, leaf: int, source: Source, hive_type
     if not places:
         return None
     bitsets: list[bytes] = []
-    with storage_for(path).open_input(path) as handle:  # a local path or a URI: the table's storage
-        for offset, length in places:
-            bitset = read_filter(handle, offset, length)
-            if bitset is None:
-                return None
-            bitsets.append(bitset)
+    for offset, length in places:
+        bitset = read_filter(handle, offset, length)
+        if bitset is None:
+            return None
+        bitsets.append(bitset)
     size = min([optimal_num_bytes(values_bound, fpp), *(len(b) for b in bitsets)])
     merged = union(bitsets, size)
     # a writer's filters sized for fewer values than it put in (or folded to one) rule out little: build our own

@@ -55,7 +55,7 @@ def read_files(table_location: str, columns: Sequence[tuple[str, HiveType]], fil
         try:
             entry = FileEntry(path, f.size, f.mtime_ms, f.version)
             with storage_for(path, conf).open_input(path, entry) as source, pq.ParquetFile(source) as pf:
-                return read_membership(pf, path, columns, spec)
+                return read_membership(pf, source, path, columns, spec)
         except Exception:  # noqa: BLE001 - no filter means the file is kept: never wrong
             return {}
 

@@ -7,6 +7,7 @@ import datetime as dt
 import struct
 from decimal import Context, Decimal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -168,7 +169,7 @@ def test_footer_filters_of_several_row_groups_become_one(tmp_path: Path) -> None
                    bloom_filter_options={"c": {"ndv": 3000, "fpp": 0.01}})
     md = pq.ParquetFile(path).metadata
     t = parse_hive_type("bigint")
-    merged = footer_filter(str(path), md, 0, classify(md.schema.column(0)), t, 0.01)
+    merged = _footer_filter(path, md, 0, classify(md.schema.column(0)), t, 0.01)
     sizes = [md.row_group(r).column(0).bloom_filter_length for r in range(md.num_row_groups)]
     assert len(sizes) == 2 and merged is not None and len(merged) < min(sizes)  # one filter, 300 values
     assert all(bloom.might_contain(merged, int(h)) for h in bloom.canonical_hashes(values, t))
@@ -181,7 +182,7 @@ def test_footer_filters_sized_too_small_are_not_used(tmp_path: Path) -> None:
     pq.write_table(pa.table({"c": values}), path, row_group_size=700,
                    bloom_filter_options={"c": {"ndv": 10, "fpp": 0.5}})
     md = pq.ParquetFile(path).metadata
-    assert footer_filter(str(path), md, 0, classify(md.schema.column(0)), parse_hive_type("bigint"), 0.01) is None
+    assert _footer_filter(path, md, 0, classify(md.schema.column(0)), parse_hive_type("bigint"), 0.01) is None
 
 
 @needs_bloom_writer
@@ -201,14 +202,14 @@ def test_footer_filters_in_another_encoding_are_not_used(written: pa.DataType, h
     pq.write_table(pa.table({"c": pa.array(data, written)}), path, bloom_filter_options={"c": True}, **options)
     md = pq.ParquetFile(path).metadata
     assert md.row_group(0).column(0).bloom_filter_offset is not None
-    assert footer_filter(str(path), md, 0, classify(md.schema.column(0)), parse_hive_type(hive), 0.01) is None
+    assert _footer_filter(path, md, 0, classify(md.schema.column(0)), parse_hive_type(hive), 0.01) is None
 
 
 def test_a_file_without_footer_filters_gives_none(tmp_path: Path) -> None:
     path = tmp_path / "f.parquet"
     pq.write_table(pa.table({"c": pa.array([1, 2], pa.int64())}), path)
     md = pq.ParquetFile(path).metadata
-    assert footer_filter(str(path), md, 0, classify(md.schema.column(0)), parse_hive_type("bigint"), 0.01) is None
+    assert _footer_filter(path, md, 0, classify(md.schema.column(0)), parse_hive_type("bigint"), 0.01) is None
 
 
 @pytest.mark.parametrize("raw", [b"", b"\x00", b"\x15\x00", b"\xff" * 20, b"\x15\x02\x00"])
@@ -227,7 +228,7 @@ def test_footer_filters_of_int32_values_a_narrow_column_wraps_are_not_used(hive:
     pq.write_table(pa.table({"c": pa.array(values, pa.int32())}), path,
                    bloom_filter_options={"c": {"ndv": 10, "fpp": 0.01}})
     md = pq.ParquetFile(path).metadata
-    found = footer_filter(str(path), md, 0, classify(md.schema.column(0)), parse_hive_type(hive), 0.01)
+    found = _footer_filter(path, md, 0, classify(md.schema.column(0)), parse_hive_type(hive), 0.01)
     assert (found is not None) is small
 
 
@@ -250,6 +251,11 @@ def test_dates_spark_may_rebase_get_no_filter(values: list, arrow_type: pa.DataT
                        bloom_filter_options={"c": {"ndv": 10, "fpp": 0.01}})
         md = pq.ParquetFile(path).metadata
         source = classify(md.schema.column(0))
-        assert (footer_filter(str(path), md, 0, source, t, 0.01) is not None) is usable
+        assert (_footer_filter(path, md, 0, source, t, 0.01) is not None) is usable
         readings, _ = to_table_values(pq.read_table(path).column(0), source, t)
         assert (readings is not None) is usable
+
+
+def _footer_filter(path: Path, *args: Any) -> bytes | None:
+    with open(path, "rb") as handle:
+        return footer_filter(handle, *args)
