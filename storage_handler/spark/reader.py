@@ -131,8 +131,11 @@ def read_split(
     full = absolute_path(location, split.path)
     try:
         filesystem, path = storage_for(full, conf).arrow_filesystem(full)
+        source = filesystem.open_input_file(path)
+        if source.size() == 0:
+            return  # a 0-byte file holds no rows: Spark's file index skips it (the index keeps it, unreadable)
         # INT96 as microseconds, as Spark reads it: pyarrow's nanoseconds overflow outside 1677..2262
-        pf = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True, coerce_int96_timestamp_unit="us")
+        pf = pq.ParquetFile(source, pre_buffer=True, coerce_int96_timestamp_unit="us")
     except (OSError, pa.ArrowException) as e:
         raise DatasetError(f"cannot read data file {full}: {e}") from e
     legacy = _legacy_columns(pf)

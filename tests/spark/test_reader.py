@@ -82,3 +82,11 @@ def _matching_ids(table: pa.Table, where: str) -> set[int]:
                                                                        pa.timestamp("us"))),
     }
     return set(table.filter(pc.fill_null(masks[where], False)).column("a").to_pylist())
+
+
+def test_a_zero_byte_file_reads_as_no_rows_as_spark_skips_it(tmp_path: Path) -> None:
+    """The index keeps a 0-byte file (unreadable, so never pruned); Spark's file index skips it. The data source
+    failed the whole query on it instead ("Parquet file size is 0 bytes")."""
+    (tmp_path / "p=10").mkdir()
+    (tmp_path / "p=10" / "f.parquet").write_bytes(b"")
+    assert list(read_split(str(tmp_path), Split("p=10/f.parquet", 0, (("p", "10"),)), SCHEMA, COLUMNS, KEYS)) == []
