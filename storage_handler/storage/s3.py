@@ -56,7 +56,7 @@ class S3Storage:
         for page in self._pages(bucket, prefix, delimiter="/"):
             for obj in page.get("Contents", ()):
                 name = obj["Key"][len(prefix):]
-                if name and not name.endswith("/"):  # "folder/" marker objects are not files
+                if name and not _is_folder_marker(name):
                     files.append(_entry(name, obj))
             folders.extend(p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", ()))
         if not files and not folders:
@@ -69,7 +69,7 @@ class S3Storage:
         for page in self._pages(bucket, prefix, delimiter=None):
             for obj in page.get("Contents", ()):
                 name = obj["Key"][len(prefix):]
-                if not name or name.endswith("/"):
+                if not name or _is_folder_marker(name):
                     continue
                 if skip is not None and any(skip(part) for part in name.split("/")):
                     continue
@@ -322,3 +322,9 @@ def _arrow_s3(config: S3Config) -> pafs.S3FileSystem:
                 "or newer, or use path-style access"
             ) from None
         return pafs.S3FileSystem(**args)
+
+
+def _is_folder_marker(name: str) -> bool:
+    """Whether a key is a folder marker, not a file: ``folder/`` (S3A, the consoles) or ``folder_$folder$`` (s3n,
+    EMRFS), which Hadoop's S3A listing skips, so Spark and Hive never read them as data files."""
+    return name.endswith("/") or name.endswith("_$folder$")

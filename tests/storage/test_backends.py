@@ -94,3 +94,20 @@ def test_an_s3_listing_is_one_request_per_thousand_keys(s3_server):
     time.sleep(0.2)  # the server writes its access log line after answering
     new = s3_server.requests()[before:]
     assert [m for m, _ in new] == ["GET"] and "list-type=2" in new[0][1]
+
+
+def test_s3_folder_markers_are_not_files(s3_server):
+    """EMRFS / s3n write ``folder_$folder$`` objects beside folders, which Hadoop's S3A listing skips. Read as files
+    they made registration refuse the layout (a 'file' with no partition keys) or kept a marker as an unreadable
+    data file in every scan."""
+    from tests.s3 import client, new_bucket
+
+    bucket = new_bucket()
+    root = f"s3a://{bucket}/t"
+    for name in ("dt=1_$folder$", "dt=1/a.parquet", "dt=1/sub_$folder$", "dt=2/", "dt=2/b.parquet"):
+        client().put_object(Bucket=bucket, Key=f"t/{name}", Body=b"" if name.endswith(("$", "/")) else b"x")
+    store = storage_for(root)
+    listing = store.list_dir(root)
+    assert listing is not None and listing.files == () and sorted(listing.folders) == ["dt=1", "dt=2"]
+    assert [f.name for f in store.list_dir(f"{root}/dt=1").files] == ["a.parquet"]
+    assert sorted(f.name for f in store.walk(root)) == ["dt=1/a.parquet", "dt=2/b.parquet"]
