@@ -33,15 +33,16 @@ def oracle_stats(path: str, columns: Sequence[tuple[str, HiveType]]) -> FileStat
             if not _decodes(md, g, leaf, report):
                 return FileStats.failed(f"the statistics of column {md.schema.column(leaf).path!r} in row group "
                                         f"{g} do not decode")
+    rows = sum(md.row_group(g).num_rows for g in range(md.num_row_groups))  # Spark counts the row groups' rows
     for plan in plans:
         if plan.leaf is None or plan.source is None:
-            result[plan.key] = ColumnStats(None, None, md.num_rows) if plan.absent else UNKNOWN
+            result[plan.key] = ColumnStats(None, None, rows) if plan.absent else UNKNOWN
             continue
         try:
             result[plan.key] = _column(md, plan.leaf, plan.source, plan.hive_type, report)
         except Exception:  # noqa: BLE001 - statistics that do not decode: the column is unknown
             result[plan.key] = UNKNOWN
-    return FileStats(md.num_rows, MappingProxyType(result))
+    return FileStats(rows, MappingProxyType(result))
 
 
 def _decodes(md: pq.FileMetaData, g: int, leaf: int, report: GuardReport) -> bool:

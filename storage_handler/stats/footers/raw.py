@@ -153,7 +153,8 @@ class RawFooters:
             if s is None:
                 s = len(schemas)
                 schemas.append(md.schema)
-            num_rows.append(int(md.num_rows))
+            # the row groups' rows (what Spark reads and counts), not the footer's own field: see footers.cc
+            num_rows.append(sum(int(md.row_group(g).num_rows) for g in range(md.num_row_groups)))
             schema_of.append(s)
             groups_of.append(md.num_row_groups)
             errors.append(None)

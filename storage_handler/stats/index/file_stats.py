@@ -54,7 +54,7 @@ from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType, hive_to_arrow
 
 TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
-BOUND_RULES = 4
+BOUND_RULES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,9 @@ class StatsOptions:
     #: the footer rules' version (``convert.py``): an index built under older rules, which trusted what these do
     #: not, is trusted for nothing (``store.validate_table``) and rebuilt whole at its next refresh. 2: dates before 1582-10-15 and timestamps before 1900 unknown;
     #: 3: a varchar(n) max is the whole value (Spark does not cut it); 4: decimals stored as bytes bounded only
-    #: from writers that ordered them right, integer / decimal row groups with a bound out of range unbounded.
+    #: from writers that ordered them right, integer / decimal row groups with a bound out of range unbounded;
+    #: 5: a file's rows are its row groups' (what Spark reads), not the footer's own count, which broken writers
+    #: set to anything (0 ruled the file out of every filter).
     rules: int = BOUND_RULES
 
     @classmethod
@@ -196,7 +198,7 @@ def stats_from_metadata(
         if checked.errors[0] is not None:
             return FileStats.failed(checked.errors[0])
     groups = range(metadata.num_row_groups) if row_groups is None else row_groups
-    num_rows = int(metadata.num_rows) if row_groups is None else sum(metadata.row_group(r).num_rows for r in groups)
+    num_rows = sum(metadata.row_group(r).num_rows for r in groups)  # the row groups', as Spark counts (raw.py)
     one = np.zeros(1, np.int64)
     stats = schema_column_stats(raw, metadata.schema, columns, 1, pa.array([num_rows], pa.int64()),
                                 lambda leaf: raw.chunks_of(one, leaf, row_groups))

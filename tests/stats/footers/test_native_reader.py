@@ -184,6 +184,8 @@ def rewrite(path: Path, rnd: random.Random) -> None:
             footer.remove(created)
         if writer is not None:
             footer.append([tc.FileMetaData.CREATED_BY, tc.BINARY, writer.encode()])
+    if rnd.random() < 0.15:  # a file-level row count that contradicts the row groups (which Spark reads)
+        tc.field(footer, tc.FileMetaData.NUM_ROWS)[2] = rnd.choice([0, 1, 9, 10**6])  # type: ignore[index]
     orders = tc.field(footer, tc.FileMetaData.COLUMN_ORDERS)
     if orders is not None and rnd.random() < 0.3:
         footer.remove(orders)
@@ -214,6 +216,21 @@ def test_rewritten_footers_give_the_same_rows_three_ways(tmp_path_factory: pytes
         random_file(path, data.draw(st.integers(0, 2**32)), columns)
         rewrite(path, random.Random(data.draw(st.integers(0, 2**32))))
     assert_three_ways_agree(root, table_columns(data.draw, columns))
+
+
+@needs_native
+@pytest.mark.parametrize("claimed", [0, 9])
+def test_a_file_s_rows_are_its_row_groups_whatever_the_footer_claims(tmp_path: Path, claimed: int) -> None:
+    """Spark, pyarrow and DuckDB read the row groups' 5 rows. The footer's own count was indexed: 9 answered
+    count(*) wrong, and 0 made every filter rule the file out (its rows lost, aggregates or not)."""
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"x": pa.array([1, 2, 3, 4, 5], pa.int64())}), path, row_group_size=2)
+    body, footer = tc.split_file(path.read_bytes())
+    tc.field(footer, tc.FileMetaData.NUM_ROWS)[2] = claimed  # type: ignore[index]
+    path.write_bytes(tc.join_file(body, footer))
+    assert pq.read_metadata(path).num_rows == claimed and pq.read_table(path).num_rows == 5
+    for rows in three_ways(tmp_path, (("x", HiveType("bigint")),)):
+        assert rows.column("num_records").to_pylist() == [5]
 
 
 @needs_native

@@ -121,7 +121,11 @@ void add_file(Result& r, const std::shared_ptr<parquet::FileMetaData>& md, int64
   int s = schema_of(r, md, file);
   int leaves = r.schema_leaves[s];
   int groups = md->num_row_groups();
-  r.num_rows.push_back(md->num_rows());
+  // The file's rows are its row groups' (what Spark reads and counts), not the footer's own num_rows field, which
+  // a broken writer can set to anything: 0 there made every filter rule the file out.
+  size_t count_at = r.num_rows.size();
+  r.num_rows.push_back(0);
+  bool counted = true;
   r.schema.push_back(s);
   r.row_groups.push_back(groups);
   for (int g = 0; g < groups; ++g) {
@@ -132,6 +136,7 @@ void add_file(Result& r, const std::shared_ptr<parquet::FileMetaData>& md, int64
       rg = nullptr;
     }
     int64_t rows = rg ? rg->num_rows() : 0;
+    if (rg) r.num_rows[count_at] += rows; else counted = false;
     for (int leaf = 0; leaf < leaves; ++leaf) {
       if (rg) {
         read_chunk(r, *rg, leaf, rows, md->schema()->Column(leaf)->physical_type());
@@ -140,6 +145,7 @@ void add_file(Result& r, const std::shared_ptr<parquet::FileMetaData>& md, int64
       }
     }
   }
+  if (!counted) r.num_rows[count_at] = md->num_rows();  // its chunks are errors: the file is unreadable anyway
 }
 
 // A local file's footer, read exactly as pyarrow reads it (ParquetFileReader::OpenFile); null when unreadable.
