@@ -239,7 +239,7 @@ def _booleans(raw: pa.LargeBinaryArray, source: Source, hive_type: HiveType, upp
 
 
 def _decimals(raw: pa.LargeBinaryArray, source: Source, hive_type: HiveType, upper: bool) -> pa.Array | None:
-    """Same scale only (a rescale rounds outward: the rule does it value by value)."""
+    """Same scale only (another scale goes value by value through the rule, `convert._to_decimal`)."""
     if (hive_type.scale or 0) != source.scale:
         return None
     if source.physical in ("INT32", "INT64"):

@@ -230,14 +230,15 @@ def _float32_step(f: float, up: bool) -> float:
 
 
 def _to_decimal(unscaled: int, scale: int, target: HiveType, upper: bool) -> Decimal | None:
-    """Rescale an unscaled value to the target scale, rounding outward; None when it needs too many digits."""
+    """Rescale an unscaled value to the target scale; None when it needs too many digits, or when the file has more
+    decimal places than the column (a column narrowed by ALTER TABLE): Spark refuses to read such a file and Hive
+    rounds each value half-up, so a bound rounded outward would be no value the reader sees (``min``/``max``
+    were answered from it), and the file is read instead."""
     t_scale = target.scale or 0
     t_precision = target.precision or 10
-    if t_scale >= scale:
-        value = unscaled * 10 ** (t_scale - scale)
-    else:
-        q = 10 ** (scale - t_scale)
-        value = -((-unscaled) // q) if upper else unscaled // q
+    if t_scale < scale:
+        return None
+    value = unscaled * 10 ** (t_scale - scale)
     if abs(value) >= 10**t_precision:
         return None
     digits = tuple(int(d) for d in str(abs(value)))
