@@ -302,9 +302,9 @@ def _registered_on(client: Any, location: str, *, but: Any) -> list[Any]:
     from storage_handler.catalog.metastore_source import registered_tables
     from storage_handler.storage import parse_location
 
-    ours = parse_location(location).uri.rstrip("/")
+    ours = parse_location(location).place
     return sorted((name for name, table in registered_tables(client) if name != but and table.sd is not None
-                   and table.sd.location and parse_location(table.sd.location).uri.rstrip("/") == ours), key=str)
+                   and table.sd.location and parse_location(table.sd.location).place == ours), key=str)
 
 
 def _describe(args: argparse.Namespace) -> int:

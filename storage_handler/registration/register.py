@@ -121,9 +121,9 @@ def new_partitions(dataset: Dataset, table: Any, registered: Sequence[Any]) -> t
     '.../dt=4'``) is that partition's: adding it again would read its files twice (Hive's MSCK skips them too)."""
     keys = [k.name for k in table.partitionKeys]
     names = {partition_name_of(keys, p.values) for p in registered}
-    folders = {parse_location(p.sd.location).uri.rstrip("/") for p in registered}
+    folders = {parse_location(p.sd.location).place for p in registered}  # s3:// and s3a:// spellings alike
     return tuple(v for v in dataset.partitions if dataset.partition_name(v) not in names
-                 and parse_location(dataset.partition_location(v)).uri.rstrip("/") not in folders)
+                 and parse_location(dataset.partition_location(v)).place not in folders)
 
 
 def _check_same_table(name: TableName, dataset: Dataset, table: Any) -> None:

@@ -20,7 +20,7 @@ sync interrupted by a metastore restart is finished by running it again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,7 +156,7 @@ def _schema_changes(name: TableName, table: Any, dataset: Dataset, *, orphans_ok
                 "NULL) and drops the partitions that are gone"
             )
         if str(found[column]) != str(old):
-            files = _files_with(dataset, column, found[column])
+            files = _files_with(dataset, column, found[column], s3a_settings(table.parameters))
             raise SchemaError(
                 f"table {name}: column {column!r} is {old} in the metastore but {found[column]} in "
                 f"{', '.join(files[:3])}{' ...' if len(files) > 3 else ''}; type changes are not supported, "
@@ -165,13 +165,16 @@ def _schema_changes(name: TableName, table: Any, dataset: Dataset, *, orphans_ok
     return tuple((n, t) for n, t in dataset.columns if n.lower() not in have), tuple(orphans)
 
 
-def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]:
+def _files_with(dataset: Dataset, column: str, hive_type: HiveType, conf: Mapping[str, str]) -> list[str]:
+    """The files whose ``column`` has ``hive_type``, read with the table's storage settings ``conf`` (without
+    them a table whose endpoint is a table property was read from the environment's store: a storage error
+    instead of the schema conflict)."""
     import pyarrow.parquet as pq
 
-    from storage_handler.types import arrow_to_hive
+    from storage_handler.types import arrow_to_hive, parquet_arrow_type
 
     hits = []
-    storage = storage_for(dataset.root)
+    storage = storage_for(dataset.root, conf)
     unreadable = {path for path, _ in dataset.unreadable}
     for f in dataset.files:
         if f.path in unreadable:
@@ -180,7 +183,8 @@ def _files_with(dataset: Dataset, column: str, hive_type: HiveType) -> list[str]
         with storage.open_input(uri) as source:
             schema = pq.read_schema(source)
         for field in schema:
-            if field.name.lower() == column and str(arrow_to_hive(field.type, column)) == str(hive_type):
+            if field.name.lower() == column and str(arrow_to_hive(parquet_arrow_type(field.type), column)) \
+                    == str(hive_type):
                 hits.append(uri)
     return hits
 

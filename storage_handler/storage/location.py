@@ -49,6 +49,13 @@ class Location:
             return self.key
         return f"{self.scheme}://{self.bucket}/{self.key}" if self.key else f"{self.scheme}://{self.bucket}"
 
+    @property
+    def place(self) -> tuple[str, str, str]:
+        """What the location names, whatever its spelling: ``s3://b/t``, ``s3a://b/t`` and ``s3n://b/t/`` are one
+        place (one store, see the module docstring), so two locations are the same folder when their places are
+        equal."""
+        return self.kind, self.bucket, self.key
+
     def join(self, relative: str) -> Location:
         """This location with a relative POSIX path appended (``a/b.parquet``)."""
         if not relative:

@@ -64,3 +64,12 @@ def test_bad_locations_are_one_clear_error(text, message):
 def test_local_path_refuses_remote_locations():
     with pytest.raises(ConfigurationError, match="not on this machine's disk"):
         local_path("s3a://lake/x")
+
+
+def test_the_s3_spellings_of_one_folder_are_one_place():
+    """The metastore may hold one folder as s3://, s3a:// or s3n:// (other tools write other spellings): sync and
+    drop compare places, so a partition moved to ``s3://b/t/p=8`` is not added again as ``s3a://b/t/p=8``."""
+    places = {parse_location(t).place for t in ("s3://b/t/p=8", "s3a://b/t/p=8/", "s3n://b/t/p=8")}
+    assert places == {("s3", "b", "t/p=8")}
+    assert parse_location("s3a://b/t/p=8").place != parse_location("s3a://c/t/p=8").place
+    assert parse_location("file:/data/t/").place == parse_location("/data/t").place

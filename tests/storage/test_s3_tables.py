@@ -236,3 +236,26 @@ def test_a_writer_s_bloom_filters_are_read_from_the_table_s_store(metastore_uri,
     hsh(metastore_uri, "register", "bloomep.t", location, "--bloom-filter-columns", "id",
         "--table-property", f"fs.s3a.endpoint={ENV['AWS_ENDPOINT_URL']}", env=down)
     assert hsh(metastore_uri, "scan", "bloomep.t", "--where", "id = 1001", env=down)["kept_paths"] == ["f1.parquet"]
+
+
+def test_sync_does_not_add_a_folder_another_partition_holds_under_another_spelling(metastore_uri, hms):
+    from storage_handler.registration.table_spec import build_partition
+
+    bucket = new_bucket()
+    location = f"s3a://{bucket}/t"
+    put_parquet(location, "p=1/a.parquet", pa.table({"x": pa.array([1], pa.int64())}))
+    hsh(metastore_uri, "register", "spell.t", location)
+    put_parquet(location, "p=8/b.parquet", pa.table({"x": pa.array([8], pa.int64())}))
+    hms.add_partitions("spell", "t", [build_partition(hms.get_table("spell", "t"), ["9"], f"s3://{bucket}/t/p=8")])
+    assert hsh(metastore_uri, "sync", "spell.t", "--dry-run")["partitions_to_add"] == []
+
+
+def test_sync_names_a_type_conflict_when_the_endpoint_is_a_table_property(metastore_uri, hms):
+    location = f"s3a://{new_bucket()}/t"
+    put_parquet(location, "p=1/a.parquet", pa.table({"x": pa.array([1], pa.int64())}))
+    down = {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+    hsh(metastore_uri, "register", "conflict.t", location, "--table-property",
+        f"fs.s3a.endpoint={ENV['AWS_ENDPOINT_URL']}", env=down)
+    put_parquet(location, "p=1/a.parquet", pa.table({"x": ["now a string"]}))  # rewritten with another type
+    proc = run_hsh("sync", "conflict.t", "--metastore", metastore_uri, env=down)
+    assert proc.returncode == 2 and "column 'x' is bigint in the metastore but string" in proc.stderr, proc.stderr

@@ -75,7 +75,8 @@ class StatsOptions:
     #: 3: a varchar(n) max is the whole value (Spark does not cut it); 4: decimals stored as bytes bounded only
     #: from writers that ordered them right, integer / decimal row groups with a bound out of range unbounded;
     #: 5: a file's rows are its row groups' (what Spark reads), not the footer's own count, which broken writers
-    #: set to anything (0 ruled the file out of every filter).
+    #: set to anything (0 ruled the file out of every filter); a decimal file with more places than its column has
+    #: no bounds.
     rules: int = BOUND_RULES
 
     @classmethod
