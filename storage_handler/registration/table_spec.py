@@ -22,6 +22,7 @@ from storage_handler.contract import (
 from storage_handler.handler import INPUT_FORMAT, OUTPUT_FORMAT, SERDE
 from storage_handler.hive_paths import HIVE_DEFAULT_PARTITION as DEFAULT_PARTITION
 from storage_handler.hive_paths import partition_path
+from storage_handler.storage.location import metastore_location
 from storage_handler.types import HiveType
 
 PARAM_PREFIX = "hsh."
@@ -30,7 +31,7 @@ HANDLER_CLASS = "storage_handler.handler.StorageHandler"
 def storage_descriptor(location: str, columns: Sequence[tuple[str, HiveType]]) -> hms.StorageDescriptor:
     return hms.StorageDescriptor(
         cols=[hms.FieldSchema(name=n, type=str(t), comment=None) for n, t in columns],
-        location=location,
+        location=metastore_location(location),
         inputFormat=INPUT_FORMAT,
         outputFormat=OUTPUT_FORMAT,
         compressed=False,

@@ -109,6 +109,13 @@ def parse_location(text: str) -> Location:
     )
 
 
+def metastore_location(location: str) -> str:
+    """``location`` as the metastore is given it: as written, but a bucket's root as ``s3a://bucket/``, since the
+    metastore's ``Warehouse.getDnsPath`` refuses ``s3a://bucket`` (no path) as an empty path."""
+    parsed = parse_location(location)
+    return f"{parsed.uri}/" if parsed.kind != LOCAL and not parsed.key else location
+
+
 def file_uri(location: str) -> str:
     """The URI Spark and Hadoop read a file or folder by: ``file://`` + path for local storage (not
     percent-encoded, as Hadoop's ``Path`` takes it), the location itself (its own scheme) elsewhere."""

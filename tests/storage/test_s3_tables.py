@@ -259,3 +259,16 @@ def test_sync_names_a_type_conflict_when_the_endpoint_is_a_table_property(metast
     put_parquet(location, "p=1/a.parquet", pa.table({"x": ["now a string"]}))  # rewritten with another type
     proc = run_hsh("sync", "conflict.t", "--metastore", metastore_uri, env=down)
     assert proc.returncode == 2 and "column 'x' is bigint in the metastore but string" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("slash", ["/", ""])
+def test_a_table_at_a_bucket_s_root(metastore_uri, hms, slash):
+    """Hive accepts LOCATION 's3a://bucket/'; the metastore refused the path-less 's3a://bucket' the handler sent
+    ("Can not create a Path from an empty string")."""
+    bucket = new_bucket()
+    put_parquet(f"s3a://{bucket}", "p=1/a.parquet", pa.table({"x": pa.array([1, 2], pa.int64())}))
+    name = f"root{len(slash)}.t"
+    hsh(metastore_uri, "register", name, f"s3a://{bucket}{slash}")
+    assert hms.get_table(*name.split(".")).sd.location == f"s3a://{bucket}/"
+    assert hsh(metastore_uri, "scan", name, "--where", "x = 2")["kept_paths"] == ["p=1/a.parquet"]
+    assert hsh(metastore_uri, "scan", name, "--where", "x = 7")["kept_paths"] == []  # its index prunes
