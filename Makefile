@@ -17,7 +17,8 @@ COMPAT_PINS_4.2 := pyspark==4.2.1
 COMPAT_STAMPS   := $(foreach l,$(COMPAT_LINES),$(VENVS)/pyspark-$(l)/.hsh-installed)
 # what runs in each line's environment: the compatibility suite; on the low end also the pyarrow-heavy units
 COMPAT_TESTS     := tests/compat
-COMPAT_TESTS_3.5 := tests/compat tests/stats tests/pruning tests/storage tests/catalog tests/test_no_false_negatives_e2e.py
+COMPAT_TESTS_3.5 := tests/compat tests/stats tests/pruning tests/storage tests/catalog tests/test_no_false_negatives_e2e.py \
+                    tests/spark/test_file_rows.py
 
 .PHONY: demo test test-lines test-fast test-deep compat lint check-java clean test-docker
 

@@ -88,6 +88,8 @@ class ScanFiles:
 
     def filter(self, mask: pa.Array | pa.ChunkedArray) -> ScanFiles:
         """The rows where ``mask`` is true (the files a query keeps), same partitions."""
+        if isinstance(mask, pa.ChunkedArray):  # pyarrow 14 crashes (SIGSEGV) on one with no chunks
+            mask = mask.combine_chunks()
         rows = pc.indices_nonzero(mask)
         return ScanFiles(self.batch.take(rows), pc.take(self.partition_of, rows), self.partitions)
 

@@ -77,6 +77,8 @@ def matched(kept: ScanFiles, rows: pa.Table, certain: pa.BooleanArray | None, co
             mask = pc.and_(mask, pc.invert(pc.and_(some, pc.or_(pc.is_null(low), pc.is_null(high)))))
             stats[name].update(min=low, max=high)
     mask = pc.fill_null(mask, False)
+    if isinstance(mask, pa.ChunkedArray):  # nothing kept gives one with no chunks, which pyarrow 14 crashes on
+        mask = mask.combine_chunks()
     positions = pc.indices_nonzero(mask)
     if len(positions) == 0:
         return empty

@@ -141,8 +141,9 @@ final class PruneService {
         return answer;
       }
       throw new IllegalStateException("hsh: the pruning service (" + String.join(" ", command) + ") failed for "
-          + table + ": " + last.getMessage() + "; its error is in the driver's stderr. Check that " + PYTHON
-          + " names a Python with hive-storage-handler installed.", last);
+          + table + ": " + last.getMessage() + "; its error is in the driver's stderr. If it never answered, check"
+          + " that " + PYTHON + " names a Python with hive-storage-handler installed; if it crashed (an exit code"
+          + " above 128 is a signal), the stderr says where: please report it.", last);
     } finally {
       release(process);
     }
