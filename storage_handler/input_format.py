@@ -302,18 +302,22 @@ class ParquetInputFormat:
 
 def _current_types(snapshot: IndexSnapshot | None, conf: JobConf) -> pa.Table | None:
     """The snapshot's rows, without statistics of columns whose type changed since they were indexed
-    (:func:`~storage_handler.stats.index.layout.retyped`; a tuple comparison when nothing changed)."""
+    (:func:`~storage_handler.stats.index.layout.retyped`; a tuple comparison when nothing changed), nor of string
+    columns with a collation (Spark 4's ``COLLATE UTF8_LCASE`` ...): their comparisons are not byte order, so
+    byte-ordered bounds, hashes and value lists would rule out files holding ``'A'`` for ``s = 'a'``."""
     if snapshot is None:
         return None
-    changed = retyped(snapshot.columns, conf.columns)
-    if not changed:
+    collated = [name for name, hive_type in conf.columns if hive_type.collation is not None]
+    changed = retyped(snapshot.columns, [(n, dataclasses.replace(t, collation=None)) for n, t in conf.columns]
+                      if collated else conf.columns)
+    if not changed and not collated:
         return snapshot.table
-    if (conf.location, snapshot.version) not in _RETYPED_WARNED:
+    if changed and (conf.location, snapshot.version) not in _RETYPED_WARNED:
         _RETYPED_WARNED.add((conf.location, snapshot.version))
         log.warning("table %s: column(s) %s changed type since the index was built; their statistics are not "
                     "used until `hsh index refresh %s` indexes them as %s", conf.table, ", ".join(changed),
                     conf.table, ", ".join(str(t) for n, t in conf.columns if n.lower() in {c.lower() for c in changed}))
-    return without_columns(snapshot.table, changed)
+    return without_columns(snapshot.table, [*changed, *collated])
 
 
 _RETYPED_WARNED: set[tuple[str, int]] = set()

@@ -51,8 +51,13 @@ class HiveType:
     scale: int | None = None
     length: int | None = None
     children: tuple[tuple[str, HiveType], ...] = ()  # struct fields; array: (("element", t),); map: key, value
+    #: a Spark 4 string column's collation other than binary (``string collate UTF8_LCASE``): its comparisons are
+    #: not byte order, so its statistics prune nothing (``input_format``)
+    collation: str | None = None
 
     def __str__(self) -> str:
+        if self.collation is not None:
+            return f"{self.name} collate {self.collation}"
         if self.name == "decimal":
             return f"decimal({self.precision},{self.scale})"
         if self.name in ("varchar", "char"):
@@ -82,7 +87,7 @@ class HiveType:
         return _INTEGER_RANGES[self.name]
 
 
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\d+|[<>(),:])")
+_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*|\d+|[<>(),:])")  # dots: qualified collation names
 
 
 def parse_hive_type(text: str) -> HiveType:
@@ -122,6 +127,12 @@ def _parse(tokens: list[str], pos: int, text: str) -> tuple[int, HiveType]:
     pos += 1
     if name in ("integer",):
         name = "int"
+    if name == "string" and pos < len(tokens) and tokens[pos].lower() == "collate":
+        if pos + 1 >= len(tokens):
+            raise SchemaError(f"cannot parse Hive type {text!r}: a collation name must follow 'collate'")
+        collation = tokens[pos + 1]
+        binary = collation.upper().rsplit(".", 1)[-1] == "UTF8_BINARY"  # Spark's default: byte order, as plain
+        return pos + 2, HiveType("string", collation=None if binary else collation)
     if name == "decimal":
         precision, scale = 10, 0  # Hive's defaults for a bare `decimal`
         if pos < len(tokens) and tokens[pos] == "(":

@@ -96,17 +96,40 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
     df = _over_kept_files(spark, factory, desc, result) if factory is not None else \
         _over_paths(spark, desc, result.files)
     # named like the table, as spark.table(...) is, so that `where` may say t.x or correlate a subquery with it
-    df = df.select(*[_as_spark_reads(n, t) for n, t in desc.schema]).alias(desc.name.split(".")[-1])
+    collations = _collations(spark, table)
+    df = df.select(*[_as_spark_reads(n, t, collations.get(n.lower())) for n, t in desc.schema]) \
+        .alias(desc.name.split(".")[-1])
     return df.where(where) if where else df
 
 
-def _as_spark_reads(name: str, hive_type: HiveType) -> Any:
+def _collations(spark: SparkSession, table: str) -> dict[str, str]:
+    """The table's string columns with a collation other than binary (Spark 4's ``COLLATE UTF8_LCASE`` ...), by
+    lower-case name, as Spark's catalog declares them: the metastore's column types do not carry them, and
+    without them ``where`` compared such a column byte by byte (``s = 'a'`` lost the row holding 'A')."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        return {}  # no collations before Spark 4
+    from pyspark.sql.types import StringType
+
+    found = {}
+    for fld in spark.table(table).schema.fields:
+        collation = getattr(fld.dataType, "collation", None)
+        if isinstance(fld.dataType, StringType) and collation and collation.upper() != "UTF8_BINARY":
+            found[fld.name.lower()] = collation
+    return found
+
+
+def _as_spark_reads(name: str, hive_type: HiveType, collation: str | None = None) -> Any:
     """The column as Spark's read of the table gives it: a ``char(n)`` padded with spaces to ``n`` characters
-    (read-side padding; a longer value stays whole). The DataFrame's type is ``string`` either way, so ``where``
-    compares a char column as a string here: write its literals padded."""
+    (read-side padding; a longer value stays whole), a string with its declared ``collation``. The DataFrame's type
+    is ``string`` either way, so ``where`` compares a char column as a string here: write its literals padded."""
     from pyspark.sql import functions as F
 
-    column = F.col(f"`{name.replace('`', '``')}`")
+    quoted = f"`{name.replace('`', '``')}`"
+    if collation is not None:
+        return F.expr(f"{quoted} COLLATE {collation}").alias(name)
+    column = F.col(quoted)
     if hive_type.name == "char" and hive_type.length is not None:
         n = hive_type.length
         column = F.when(F.length(column) < n, F.rpad(column, n, " ")).otherwise(column).alias(name)

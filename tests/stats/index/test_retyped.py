@@ -46,3 +46,17 @@ def test_bounds_of_a_string_now_cut_to_varchar_are_not_used(tmp_path: Path) -> N
     update_index(str(root), [("c", parse_hive_type("string"))])
     assert _kept(root, "string", "c = 'abc'") == []
     assert _kept(root, "varchar(3)", "c = 'abc'") == ["f0.parquet"]  # Spark reads 'abc': a match
+
+
+def test_a_collated_string_column_prunes_nothing_by_its_statistics(tmp_path: Path) -> None:
+    """Spark 4's ``ALTER COLUMN s TYPE STRING COLLATE UTF8_LCASE``: ``s = 'a'`` matches 'A', which byte-ordered
+    bounds rule out. The type did not parse (every query of the table failed); dropping the collation would have
+    pruned the file holding 'A'."""
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"c": ["a", "b"]}), root / "lower.parquet")
+    pq.write_table(pa.table({"c": ["A", "B"]}), root / "upper.parquet")
+    update_index(str(root), [("c", parse_hive_type("string"))])
+    assert _kept(root, "string", "c = 'a'") == ["lower.parquet"]
+    assert _kept(root, "string collate UTF8_LCASE", "c = 'a'") == ["lower.parquet", "upper.parquet"]
+    assert _kept(root, "string COLLATE UTF8_BINARY", "c = 'a'") == ["lower.parquet"]  # byte order: as plain
