@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from storage_handler.errors import FilterError
 from storage_handler.spark.metrics import record_scan
 from storage_handler.spark.table_props import spark_type_json, storage_pairs
 from storage_handler.storage import file_uri, is_absolute, parse_location
@@ -90,7 +91,13 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
         result, pushed = _plan_with_spark(spark, factory, desc, table, where)
     else:
         pruning_where = where if where and _hiveql_reads_it_as_spark(spark, where) else None
-        result, _props = list_status_for(desc, pruning_where)
+        try:
+            result, _props = list_status_for(desc, pruning_where)
+        except FilterError as e:  # Spark SQL HiveQL cannot read (X'05', IN (SELECT ...)): read it all, unpruned
+            log.info("read_table %s: not pruning by %r, which the handler's HiveQL reader cannot read (%s)",
+                     table, where, e)
+            pruning_where = None
+            result, _props = list_status_for(desc, None)
         pushed = [pruning_where] if pruning_where else []
     record_scan({**result.metrics.as_dict(), "path": "read_table", "where": where, "pushed_filters": pushed})
     df = _over_kept_files(spark, factory, desc, result) if factory is not None else \

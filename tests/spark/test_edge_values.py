@@ -248,3 +248,18 @@ def test_a_string_column_with_a_collation(spark, metastore_uri: str, tmp_path: P
     assert [tuple(r) for r in spark.sql("SELECT i FROM edges.collated WHERE i = 1").collect()] == [(1,)]
     assert sorted(tuple(r) for r in read_table(spark, "edges.collated", "s = 'a'").select("s", "i").collect()) \
         == expected
+
+
+def test_without_the_extension_read_table_reads_unpruned_what_hiveql_cannot_read(
+        spark, metastore_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Valid Spark SQL the handler's HiveQL reader refuses (a binary literal, ``IN (SELECT ...)``) failed read_table
+    in a session without the extension's classes, instead of reading without pruning."""
+    from storage_handler.spark import native, read_table
+
+    root = tmp_path / "binary"
+    root.mkdir()
+    pq.write_table(pa.table({"b": pa.array([b"\x05", b"\x06"]), "id": [1, 2]}), root / "f.parquet")
+    _register(metastore_uri, "edges.binary", root)
+    monkeypatch.setattr(native, "_relations", lambda spark: None)  # as without the extension's classes
+    for where in ("b = X'05'", "id IN (SELECT id FROM edges.binary WHERE id < 2)"):
+        assert [r.id for r in read_table(spark, "edges.binary", where).collect()] == [1], where
