@@ -7,6 +7,7 @@ row-group filtering -- and the filter is applied on top, so results equal a full
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterator, Sequence
@@ -86,13 +87,17 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
     from storage_handler.handler import list_status_for
 
     desc = load_table_desc(spark, table)
+    collations = _collations(spark, table)
     factory = _relations(spark)
     if factory is not None:
         result, pushed = _plan_with_spark(spark, factory, desc, table, where)
     else:
         pruning_where = where if where and _hiveql_reads_it_as_spark(spark, where) else None
+        # the metastore's types lack Spark's collations: without them byte-ordered bounds would prune 'A' for 'a'
+        collated = dataclasses.replace(desc, columns=tuple(
+            (n, dataclasses.replace(t, collation=collations[n]) if n in collations else t) for n, t in desc.columns))
         try:
-            result, _props = list_status_for(desc, pruning_where)
+            result, _props = list_status_for(collated, pruning_where)
         except FilterError as e:  # Spark SQL HiveQL cannot read (X'05', IN (SELECT ...)): read it all, unpruned
             log.info("read_table %s: not pruning by %r, which the handler's HiveQL reader cannot read (%s)",
                      table, where, e)
@@ -103,7 +108,6 @@ def read_table(spark: SparkSession, table: str, where: str | None = None) -> Dat
     df = _over_kept_files(spark, factory, desc, result) if factory is not None else \
         _over_paths(spark, desc, result.files)
     # named like the table, as spark.table(...) is, so that `where` may say t.x or correlate a subquery with it
-    collations = _collations(spark, table)
     df = df.select(*[_as_spark_reads(n, t, collations.get(n.lower())) for n, t in desc.schema]) \
         .alias(desc.name.split(".")[-1])
     return df.where(where) if where else df

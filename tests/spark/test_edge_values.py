@@ -250,6 +250,23 @@ def test_a_string_column_with_a_collation(spark, metastore_uri: str, tmp_path: P
         == expected
 
 
+def test_a_string_column_with_a_collation_without_the_extension(spark, metastore_uri: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the extension read_table prunes from the metastore's types, which lack the collation: the file
+    holding only 'A' and 'B' was pruned by its bounds for ``s = 'a'``."""
+    from storage_handler.spark import native, read_table
+
+    root = tmp_path / "collated2"
+    root.mkdir()
+    pq.write_table(pa.table({"s": ["a", "b"], "i": pa.array([1, 2], pa.int32())}), root / "lower.parquet")
+    pq.write_table(pa.table({"s": ["A", "B"], "i": pa.array([3, 4], pa.int32())}), root / "upper.parquet")
+    _register(metastore_uri, "edges.collated2", root)
+    spark.sql("ALTER TABLE edges.collated2 ALTER COLUMN s TYPE STRING COLLATE UTF8_LCASE")
+    monkeypatch.setattr(native, "_relations", lambda spark: None)  # as without the extension's classes
+    assert sorted(tuple(r) for r in read_table(spark, "edges.collated2", "s = 'a'").select("s", "i").collect()) \
+        == [("A", 3), ("a", 1)]
+
+
 def test_without_the_extension_read_table_reads_unpruned_what_hiveql_cannot_read(
         spark, metastore_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Valid Spark SQL the handler's HiveQL reader refuses (a binary literal, ``IN (SELECT ...)``) failed read_table
