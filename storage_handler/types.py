@@ -202,7 +202,7 @@ def parquet_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
     if pa.types.is_date64(t):
         return pa.date32()
     if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or _is(t, "list_view") or _is(t, "large_list_view")):
+            or is_list_view(t)):
         return pa.list_(t.value_field.with_type(parquet_arrow_type(t.value_type)))
     if pa.types.is_map(t):
         return pa.map_(parquet_arrow_type(t.key_type), parquet_arrow_type(t.item_type))
@@ -215,6 +215,11 @@ def _is(t: pa.DataType, kind: str) -> bool:
     """``pa.types.is_<kind>(t)`` where this pyarrow has the kind (the view types came with pyarrow 16)."""
     test = getattr(pa.types, f"is_{kind}", None)
     return bool(test is not None and test(t))
+
+
+def is_list_view(t: pa.DataType) -> bool:
+    """Whether ``t`` is a ``list_view`` / ``large_list_view`` (stored as a plain Parquet ``LIST``)."""
+    return _is(t, "list_view") or _is(t, "large_list_view")
 
 
 def parquet_arrow_schema(schema: pa.Schema) -> pa.Schema:

@@ -28,7 +28,7 @@ from storage_handler.stats.files.walk import absolute_path
 from storage_handler.stats.index.layout import without_columns
 from storage_handler.stats.index.rows import row_group_rows
 from storage_handler.storage import storage_for
-from storage_handler.types import HiveType
+from storage_handler.types import HiveType, is_list_view
 
 
 def partition_array(value: str | None, target: pa.DataType, length: int) -> pa.Array:
@@ -42,6 +42,8 @@ def cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: s
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
+    if is_list_view(array.type):  # pyarrow's list_view cast drops values (26.0.1): rebuilt from Python values
+        array = pa.array(array.to_pylist(), pa.list_(array.type.value_field))
     array = _names_as_declared(array, target)
     if array.type.equals(target):
         return array
@@ -137,6 +139,7 @@ def read_split(
         filesystem, path = storage_for(full, conf).arrow_filesystem(full)
         source = filesystem.open_input_file(path)
         if source.size() == 0:
+            source.close()
             return  # a 0-byte file holds no rows: Spark's file index skips it (the index keeps it, unreadable)
         # INT96 as microseconds, as Spark reads it: pyarrow's nanoseconds overflow outside 1677..2262
         pf = pq.ParquetFile(source, pre_buffer=True, coerce_int96_timestamp_unit="us")

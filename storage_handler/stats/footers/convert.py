@@ -13,8 +13,9 @@ The rules:
   decided by the caller (``footer.py``): Arrow's writer leaves NaN out of min/max, so footer float bounds are only
   used with a proof that there is no NaN. Integer files read as a float column are rounded outward.
 * Decimals: physical INT32, INT64, FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY (big-endian two's complement), any
-  precision/scale. Rescaled to the table's scale rounding the min down and the max up; a bound that needs more
-  digits than the table's precision is unknown.
+  precision/scale. Widened to the table's scale exactly; a file with more places than the column (narrowed by
+  ALTER TABLE: Spark refuses it, Hive rounds half-up) and a bound that needs more digits than the table's
+  precision are unknown.
 * Strings: raw bytes decoded as UTF-8 (Python's code-point order equals UTF-8 byte order, Hive's ``Text`` order).
   A min that ends inside a multi-byte character (a writer truncated it at a byte boundary) keeps its valid prefix,
   still a lower bound; a max that is not valid UTF-8 is unknown. A ``varchar(n)`` column's values are read whole by
