@@ -28,6 +28,7 @@ S3 = "s3"
 ARROW = "arrow"
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 ARROW_SCHEMES = frozenset({"gs", "gcs", "abfs", "abfss", "hdfs", "viewfs"})
+_ARROW_FAMILY = {"gcs": "gs", "abfss": "abfs"}  # one store, two spellings
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
@@ -53,7 +54,10 @@ class Location:
     def place(self) -> tuple[str, str, str]:
         """What the location names, whatever its spelling: ``s3://b/t``, ``s3a://b/t`` and ``s3n://b/t/`` are one
         place (one store, see the module docstring), so two locations are the same folder when their places are
-        equal."""
+        equal. Stores read through ``pyarrow.fs`` keep their scheme (``gs://b/t`` is not ``hdfs://b/t``), up to
+        their own spellings (``gcs``, ``abfss``)."""
+        if self.kind == ARROW:
+            return _ARROW_FAMILY.get(self.scheme, self.scheme), self.bucket, self.key
         return self.kind, self.bucket, self.key
 
     def join(self, relative: str) -> Location:

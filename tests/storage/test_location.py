@@ -73,3 +73,4 @@ def test_the_s3_spellings_of_one_folder_are_one_place():
     assert places == {("s3", "b", "t/p=8")}
     assert parse_location("s3a://b/t/p=8").place != parse_location("s3a://c/t/p=8").place
     assert parse_location("file:/data/t/").place == parse_location("/data/t").place
+    assert parse_location("gs://b/t").place == parse_location("gcs://b/t").place != parse_location("hdfs://b/t").place
