@@ -257,3 +257,38 @@ def test_a_query_planned_before_a_write_and_run_after_it_reads_what_spark_reads(
         with pytest.raises(Py4JJavaError, match="was written after this query was planned"):
             partial.collect()
         assert spark.sql(f"SELECT count(*) FROM {name} WHERE event_id >= 5").collect()[0][0] == rows + 3 - 4
+
+
+def test_one_shot_aggregates_run_beside_refreshes_from_another_thread(spark, events) -> None:  # noqa: ANN001
+    """A Thrift server or notebook runs statements from many threads. A count planned and run in one action whose
+    rest is read by a Spark job failed ("written after this query was planned") whenever another thread ran
+    ``REFRESH TABLE`` or wrote in between, though plain Spark never fails there: within one action the answer and
+    the files left are one snapshot, as any read beside a write may see."""
+    import threading
+    import time
+
+    name, root = events
+    source = sorted((root / "dt=2024-01-01").glob("*.parquet"))[0]
+    pq.write_table(pq.read_table(source), source.with_name("unindexed.parquet"))  # left to a Spark job
+    query = f"SELECT count(*) FROM {name} WHERE event_id >= 5"
+    with session_settings(spark, {"spark.hsh.aggregates.driverReadBytes": "0",
+                                  "spark.hsh.aggregates.minAnsweredBytes": "0"}):
+        spark.sql(f"REFRESH TABLE {name}")
+        expected = spark.sql(query).collect()[0][0]
+        plan = spark.sql(query)._jdf.queryExecution().optimizedPlan().toString()
+        assert "files_from_index" in plan and "files_read" in plan, plan
+        done = threading.Event()
+
+        def refresh() -> None:
+            while not done.is_set():
+                spark.sql(f"REFRESH TABLE {name}")
+                time.sleep(0.02)
+
+        refresher = threading.Thread(target=refresh)
+        refresher.start()
+        try:
+            counts = [spark.sql(query).collect()[0][0] for _ in range(25)]
+        finally:
+            done.set()
+            refresher.join()
+    assert counts == [expected] * 25

@@ -165,7 +165,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
         + " answered from the index";
     long writes = asked.heldAnswerWrites();
     LogicalRelation restScan = Plans.withRelation(scan, copy(fs,
-        HshFileIndex.answeredRest(session, index.table(), rest, note, writes)));
+        HshFileIndex.answeredRest(session, index.table(), rest, note, writes, p.scanRequest, files)));
     Timings.record("aggregate_from_index", index.table().name, System.nanoTime(), "answered", answered.size(),
         "read", rest.size());
     return merged(aggregate, groups, specs, matched, below(project, filter, restScan),

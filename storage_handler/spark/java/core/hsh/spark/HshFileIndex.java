@@ -113,6 +113,8 @@ public final class HshFileIndex extends FileIndexBase {
   HshFileIndex withQueryFilters(List<Expression> filters) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, note);
     index.answeredAt = answeredAt;
+    index.asked = asked;
+    index.keptAtPlanning = keptAtPlanning;
     if (fixedFiles == null && !filters.isEmpty() && !NO_PREFETCH.get()) index.prefetch();
     return index;
   }
@@ -178,7 +180,7 @@ public final class HshFileIndex extends FileIndexBase {
 
   private List<PartitionDirectory> listed(List<Expression> exact, List<Expression> dataFilters) {
     if (fixedFiles != null) {
-      checkUnwritten(table.name, answeredAt);
+      if (TableWrites.since(table.name, answeredAt) && !keptAsPlanned()) checkUnwritten(table.name, answeredAt);
       return keep(AnswerFiles.partitions(session, table, fixedFiles), exact);
     }
     JsonNode answer = scanOrReuse(canonical(queryFilters, exact, dataFilters), true);
@@ -303,6 +305,8 @@ public final class HshFileIndex extends FileIndexBase {
   HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, null);
     index.answeredAt = answeredAt;
+    index.asked = asked;
+    index.keptAtPlanning = keptAtPlanning;
     Map<Expression, Expression> predicates = canonical(filters, List.of(), List.of());
     long writes = TableWrites.of(table.name);
     JsonNode answer = PruneService.call(session, request, table.name);
@@ -323,17 +327,42 @@ public final class HshFileIndex extends FileIndexBase {
 
   /**
    * An index over exactly {@code files}, the files an answer from the index left to read ({@code note} describes
-   * them in plans, {@code EXPLAIN}); {@code writes}: {@link TableWrites}' count when that answer was asked. A
-   * listing after a write into the table from this driver refuses: the rest of the answer is no longer true.
+   * them in plans, {@code EXPLAIN}); {@code writes}: {@link TableWrites}' count when that answer was asked, from
+   * {@code asked}, keeping {@code kept}. A listing after a write into the table from this driver (or a refresh)
+   * asks again, and refuses when the table no longer keeps those files: the rest of the answer is no longer true.
    */
-  static HshFileIndex answeredRest(SparkSession session, HshTable table, JsonNode files, String note, long writes) {
+  static HshFileIndex answeredRest(SparkSession session, HshTable table, JsonNode files, String note, long writes,
+      ObjectNode asked, JsonNode kept) {
     HshFileIndex index = new HshFileIndex(session, table, List.of(), files, note);
     index.answeredAt = writes;
+    index.asked = asked.deepCopy().put(Contract.request("record"), false);
+    index.keptAtPlanning = kept;
     return index;
   }
 
   /** {@link TableWrites}' count when the answer this index's fixed files come from was asked; -1: not checked. */
   private long answeredAt = -1;
+
+  /** The request that answer came from (not recorded as a scan), and every file it kept (answered or left). */
+  private ObjectNode asked;
+
+  private JsonNode keptAtPlanning;
+
+  /**
+   * Whether the table, asked again now, keeps exactly the files the answer was planned on (same paths, sizes and
+   * modification times), after a write or {@code REFRESH TABLE} counted since: then the index's numbers and the
+   * files left still describe the table, and the query runs. Why ask rather than refuse at once: a Thrift server or
+   * a notebook runs statements from many threads, and a refresh or a write into another partition in between
+   * failed queries whose answer had not changed (plain Spark never fails there).
+   */
+  private boolean keptAsPlanned() {
+    if (asked == null || keptAtPlanning == null) return false;
+    long writes = TableWrites.of(table.name);
+    JsonNode again = Contract.answer(PruneService.call(session, asked, table.name), "files", table.name);
+    if (!again.equals(keptAtPlanning)) return false;
+    answeredAt = writes; // checked against this count: a later listing of this plan asks only after another write
+    return true;
+  }
 
   /** Refuses a query whose answer from the index was asked before a write into the table (see TableWrites). */
   static void checkUnwritten(String table, long writes) {
