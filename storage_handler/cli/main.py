@@ -97,6 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         one_line = " ".join(str(e).split())  # a library's message may carry newlines; ours is one line
         err.print(f"[bold red]error:[/bold red] {escape(one_line)}", highlight=False)
         return 2
+    except OSError as e:  # the machine refused (an HSH_HOME that cannot be created, a full disk): one line
+        if args.verbose:
+            raise
+        err.print(f"[bold red]error:[/bold red] {escape(' '.join(str(e).split()))} (check HSH_HOME / HSH_CACHE and "
+                  "their permissions; -v shows where it failed)", highlight=False)
+        return 2
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130

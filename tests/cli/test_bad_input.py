@@ -131,3 +131,18 @@ def test_nanosecond_timestamps_are_refused_naming_the_fix(metastore_uri: str, tm
     (tmp_path / "a.parquet").unlink()
     pq.write_table(pa.table({"x": [1], "ts": ts}), tmp_path / "a.parquet", use_deprecated_int96_timestamps=True)
     assert run_hsh("register", "bad.nanos", str(tmp_path), "--metastore", metastore_uri).returncode == 0
+
+
+def test_an_hsh_home_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    env = {"HSH_HOME": str(tmp_path / "a-file" / "home"), "HSH_METASTORE_URI": ""}
+    _fails(run_hsh("metastore", "start", env=env), "a-file", "HSH_HOME")
+
+
+def test_a_value_list_cap_in_other_digits_is_refused_in_one_line() -> None:
+    from storage_handler.errors import ConfigurationError
+    from storage_handler.stats.membership.spec import TABLE_PARAM_VALUE_LIST_MAX, MembershipSpec
+
+    for text in ("\u00b2", "\u0663"):  # '²' crashed int(); '٣' was taken as 3
+        with pytest.raises(ConfigurationError, match="is not a count"):
+            MembershipSpec.for_table({TABLE_PARAM_VALUE_LIST_MAX: text})

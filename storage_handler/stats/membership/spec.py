@@ -65,7 +65,7 @@ class MembershipSpec:
                 f"{where}table parameter {TABLE_PARAM_BLOOM_FPP}={fpp_text!r} is not a false-positive rate; "
                 "use a number between 0 and 1 such as 0.01"
             )
-        if not max_text.isdigit() or not 1 <= int(max_text) <= MAX_VALUE_LIST_MAX:
+        if not (max_text.isascii() and max_text.isdigit()) or not 1 <= int(max_text) <= MAX_VALUE_LIST_MAX:
             raise ConfigurationError(
                 f"{where}table parameter {TABLE_PARAM_VALUE_LIST_MAX}={max_text!r} is not a count; use a whole "
                 f"number from 1 to {MAX_VALUE_LIST_MAX} such as {DEFAULT_VALUE_LIST_MAX}"
