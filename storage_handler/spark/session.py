@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from storage_handler.spark.config import kerberos_environment, spark_conf
 
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from metastore.security.config import KerberosSettings
+
+log = logging.getLogger(__name__)
 
 
 def session(
@@ -64,7 +67,18 @@ def session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _show_warnings_of_the_handler(spark)
     return spark
+
+
+def _show_warnings_of_the_handler(spark: SparkSession) -> None:
+    """The extension's own warnings (a write whose files could not be indexed, naming the command to run) at WARN,
+    while Spark's chatter stays at ERROR: the README promises that warning, and ERROR hid it."""
+    jvm: Any = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("hsh", jvm.org.apache.logging.log4j.Level.WARN)
+    except Exception as e:  # noqa: BLE001 - a Spark without log4j 2 keeps its own levels
+        log.debug("cannot set the hsh logger's level: %s", e)
 
 
 def prepare_process(settings: KerberosSettings) -> None:

@@ -292,3 +292,11 @@ def test_one_shot_aggregates_run_beside_refreshes_from_another_thread(spark, eve
             done.set()
             refresher.join()
     assert counts == [expected] * 25
+
+
+def test_the_warning_for_a_write_left_unindexed_is_shown(spark) -> None:  # noqa: ANN001
+    """session() sets Spark's logging to ERROR, which hid the one warning the README promises when a write's files
+    could not be indexed (naming the `hsh index refresh` to run); the handler's loggers stay at WARN."""
+    log4j = spark._jvm.org.apache.logging.log4j.LogManager
+    assert log4j.getLogger("hsh.spark.IndexOnWrite").isWarnEnabled()
+    assert not log4j.getRootLogger().isWarnEnabled()  # Spark's own chatter stays quiet
