@@ -340,3 +340,20 @@ def test_catalog_refresh_table(spark, typed: Path) -> None:
     spark.sql(f"REFRESH TABLE {TABLE}")
     assert spark.sql(f"SELECT count(*) FROM {TABLE} WHERE c_bigint < 20").collect()[0][0] == \
         spark.sql("SELECT count(*) FROM oracle_native WHERE c_bigint < 20").collect()[0][0]
+
+
+@pytest.mark.parametrize("key", ["spark.hsh.nativeScan", "spark.hsh.aggregates"])
+def test_a_switch_set_to_a_word_other_than_true_or_false_is_refused(spark, typed: Path, key: str) -> None:
+    """`=1`, `=yes`, `=on` turned these off without a word (and `=0`, `=off` left index-on-write on); Spark's own
+    switches refuse such values, and so do these, naming the setting. `TRUE` and `False` are fine."""
+    from pyspark.errors import IllegalArgumentException
+
+    try:
+        for value in ("yes", "1", "off"):
+            spark.conf.set(key, value)
+            with pytest.raises(IllegalArgumentException, match=f"{key} is '{value}'; set it to true or false"):
+                spark.sql(f"SELECT count(*) FROM {TABLE} WHERE c_bigint < 20").collect()
+        spark.conf.set(key, "TRUE")
+        spark.sql(f"SELECT count(*) FROM {TABLE} WHERE c_bigint < 20").collect()
+    finally:
+        spark.conf.unset(key)

@@ -79,8 +79,7 @@ final class AggregateRule extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    String setting = session.conf().get(Contract.SETTING_AGGREGATES, "true").trim();
-    if (!"true".equalsIgnoreCase(setting)) return plan;
+    if (!Contract.switchSetting(session, Contract.SETTING_AGGREGATES, true)) return plan;
     return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
       @Override
       public boolean isDefinedAt(LogicalPlan p) {

@@ -66,6 +66,18 @@ final class Contract {
     }
   }
 
+  /**
+   * A {@code spark.hsh.*} switch: {@code true} or {@code false} (any case), as Spark's own boolean settings take;
+   * anything else ({@code 1}, {@code yes}, {@code off}) is refused naming the setting, instead of silently reading
+   * as on for some switches and off for others.
+   */
+  static boolean switchSetting(org.apache.spark.sql.SparkSession session, String key, boolean fallback) {
+    String value = session.conf().get(key, String.valueOf(fallback)).trim();
+    if ("true".equalsIgnoreCase(value)) return true;
+    if ("false".equalsIgnoreCase(value)) return false;
+    throw new IllegalArgumentException("hsh: " + key + " is '" + value + "'; set it to true or false");
+  }
+
   /** A table parameter that configures its storage ({@code fs.s3a.*}) and is no credential. */
   static boolean isStorageSetting(String key) {
     String low = key.toLowerCase(java.util.Locale.ROOT);

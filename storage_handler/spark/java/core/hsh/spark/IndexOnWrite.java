@@ -89,17 +89,17 @@ final class IndexOnWrite {
   }
 
   private static boolean async(SparkSession session) {
-    return !"false".equalsIgnoreCase(session.conf().get(Contract.SETTING_INDEX_ON_WRITE_ASYNC, "true").trim());
+    return Contract.switchSetting(session, Contract.SETTING_INDEX_ON_WRITE_ASYNC, true);
   }
 
   /** Whether writes in {@code session} are indexed at commit. */
   static boolean enabled(SparkSession session) {
-    return !"false".equalsIgnoreCase(session.conf().get(Contract.SETTING_INDEX_ON_WRITE, "true").trim());
+    return Contract.switchSetting(session, Contract.SETTING_INDEX_ON_WRITE, true);
   }
 
   /** Whether dynamic partitions are observed while writing (see {@link Observe}). */
   static boolean observe(SparkSession session) {
-    return !"false".equalsIgnoreCase(session.conf().get(Contract.SETTING_OBSERVE_PARTITIONS, "true").trim());
+    return Contract.switchSetting(session, Contract.SETTING_OBSERVE_PARTITIONS, true);
   }
 
   /**

@@ -32,7 +32,7 @@ final class NativeScanRule extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    if (!"true".equalsIgnoreCase(session.conf().get(Contract.SETTING_NATIVE_SCAN, "true").trim())) return plan;
+    if (!Contract.switchSetting(session, Contract.SETTING_NATIVE_SCAN, true)) return plan;
     return plan.resolveOperatorsUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
       @Override
       public boolean isDefinedAt(LogicalPlan p) {
