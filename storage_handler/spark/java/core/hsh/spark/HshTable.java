@@ -106,16 +106,21 @@ final class HshTable {
     return table.properties().contains(Contract.PARAM_HANDLER);
   }
 
+  /** {@code db.table} of a catalog entry, as {@code hsh} commands name it (without Spark's catalog prefix). */
+  static String nameOf(CatalogTable table) {
+    String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
+    return db + "." + table.identifier().table();
+  }
+
   /** The table of a catalog entry Spark resolved (its schema already has Spark's types). */
   static HshTable of(CatalogTable table, SparkSession session) {
-    String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
     String metastore = session.sparkContext().hadoopConfiguration().get("hive.metastore.uris");
     Map<String, String> storage = new TreeMap<>();
     for (Map.Entry<String, String> kv : Scala.map(table.properties())
         .entrySet()) {
       if (Contract.isStorageSetting(kv.getKey())) storage.put(kv.getKey(), kv.getValue());
     }
-    return new HshTable(db + "." + table.identifier().table(), CatalogUtils.URIToString(table.location()),
+    return new HshTable(nameOf(table), CatalogUtils.URIToString(table.location()),
         metastore == null || metastore.isBlank() ? null : metastore, storage,
         table.dataSchema(), hiveTypes(table.dataSchema()), table.partitionSchema(),
         hiveTypes(table.partitionSchema()));

@@ -34,8 +34,7 @@ final class TableWrites {
   }
 
   static void wrote(CatalogTable table) {
-    String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
-    wrote(db + "." + table.identifier().table());
+    wrote(HshTable.nameOf(table));
   }
 
   static void wrote(String table) {

@@ -67,11 +67,10 @@ final class WriteTarget {
     return null;
   }
 
-  /** {@code db.table}, as {@code hsh} commands and {@link HshTable#name} name it (not Spark's {@code spark_catalog.}
-   *  prefix, which the warning's suggested {@code hsh index refresh} would refuse). */
+  /** {@code db.table} (not Spark's {@code spark_catalog.} prefix, which the warning's suggested
+   *  {@code hsh index refresh} would refuse). */
   String name() {
-    String db = table.identifier().database().isDefined() ? table.identifier().database().get() : "default";
-    return db + "." + table.identifier().table();
+    return HshTable.nameOf(table);
   }
 
   /** The leading static values: what every written partition starts with when the rest are not observed. */
