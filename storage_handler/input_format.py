@@ -67,7 +67,7 @@ from storage_handler.stats.columns import (
     VERSION_TAG,
 )
 from storage_handler.stats.files.diff import index_rows
-from storage_handler.stats.index.layout import retyped, without_columns
+from storage_handler.stats.index.layout import collated, retyped, without_columns
 from storage_handler.stats.index.store import IndexSnapshot
 from storage_handler.storage import storage_for
 from storage_handler.work import INDEX_GROUPS_READ, INDEX_LOADS, METASTORE_CALLS, counting
@@ -307,17 +307,17 @@ def _current_types(snapshot: IndexSnapshot | None, conf: JobConf) -> pa.Table | 
     byte-ordered bounds, hashes and value lists would rule out files holding ``'A'`` for ``s = 'a'``."""
     if snapshot is None:
         return None
-    collated = [name for name, hive_type in conf.columns if hive_type.collation is not None]
+    by_collation = collated(conf.columns)
     changed = retyped(snapshot.columns, [(n, dataclasses.replace(t, collation=None)) for n, t in conf.columns]
-                      if collated else conf.columns)
-    if not changed and not collated:
+                      if by_collation else conf.columns)
+    if not changed and not by_collation:
         return snapshot.table
     if changed and (conf.location, snapshot.version) not in _RETYPED_WARNED:
         _RETYPED_WARNED.add((conf.location, snapshot.version))
         log.warning("table %s: column(s) %s changed type since the index was built; their statistics are not "
                     "used until `hsh index refresh %s` indexes them as %s", conf.table, ", ".join(changed),
                     conf.table, ", ".join(str(t) for n, t in conf.columns if n.lower() in {c.lower() for c in changed}))
-    return without_columns(snapshot.table, [*changed, *collated])
+    return without_columns(snapshot.table, [*changed, *by_collation])
 
 
 _RETYPED_WARNED: set[tuple[str, int]] = set()

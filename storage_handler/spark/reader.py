@@ -25,7 +25,7 @@ from storage_handler.spark.partition_text import spark_cast
 from storage_handler.split import Split
 from storage_handler.stats import indexed_columns
 from storage_handler.stats.files.walk import absolute_path
-from storage_handler.stats.index.layout import without_columns
+from storage_handler.stats.index.layout import collated, without_columns
 from storage_handler.stats.index.rows import row_group_rows
 from storage_handler.storage import storage_for
 from storage_handler.types import HiveType, is_list_view
@@ -109,9 +109,9 @@ def row_groups_to_read(
     if evaluator is None or metadata.num_row_groups <= 1:
         return everything
     table = row_group_rows(indexed_columns(columns), metadata, dict(split.partition_values))
-    collated = [name for name, hive_type in columns if hive_type.collation is not None]
-    if collated:  # not byte order: unknown, as in the index (input_format._current_types)
-        table = without_columns(table, collated)
+    by_collation = collated(columns)
+    if by_collation:  # not byte order: unknown, as in the index (input_format._current_types)
+        table = without_columns(table, by_collation)
     keep = evaluator.eval(table).to_pylist()
     return [r for r in everything if keep[r]]
 

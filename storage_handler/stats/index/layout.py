@@ -141,6 +141,12 @@ def retyped(index_columns: Iterable[tuple[str, HiveType]], table_columns: Iterab
     return [name for name, hive_type in index_columns if now.get(name.lower(), str(hive_type)) != str(hive_type)]
 
 
+def collated(columns: Iterable[tuple[str, HiveType]]) -> list[str]:
+    """The string columns with a collation (Spark 4's ``COLLATE UTF8_LCASE`` ...): they compare by it, not byte
+    order, so their byte-ordered bounds, hashes and value lists must be left out (:func:`without_columns`)."""
+    return [name for name, hive_type in columns if hive_type.collation is not None]
+
+
 def without_columns(index: pa.Table, names: Iterable[str]) -> pa.Table:
     """``index`` with the named columns' statistics (bounds, null counts, filters) taken out of every per-column
     struct: unknown, so every query keeps their files, until a refresh indexes them under the table's types."""
