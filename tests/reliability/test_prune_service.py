@@ -12,8 +12,9 @@ import json
 import os
 import signal
 import stat
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,22 @@ def table(tmp_path_factory, metastore_uri: str, spark) -> str:
 
 
 @pytest.fixture
-def python_setting(spark) -> Iterator[None]:
-    yield
-    spark.conf.unset("spark.hsh.python")
+def driver_python(spark) -> Iterator[Callable[[str], None]]:
+    """Sets the Python the driver runs the service with, as if the driver had started with it.
+
+    ``spark.hsh.python`` is read from the driver's Spark configuration only (a session may not name a program the
+    driver runs), so this changes the live SparkContext's configuration -- a test-only back door, since Spark
+    copies it when it starts -- and the session's copy of it alike; afterwards both are as before."""
+    context = spark.sparkContext._jsc.sc().conf()
+    before = context.get("spark.hsh.python")
+
+    def use(python: str) -> None:
+        context.set("spark.hsh.python", python)
+        spark.conf.set("spark.hsh.python", python)
+
+    yield use
+    context.set("spark.hsh.python", before)
+    spark.conf.set("spark.hsh.python", before)
 
 
 def prune_service_pids(spark) -> list[int]:
@@ -86,29 +100,45 @@ def test_killed_between_queries(spark, table: str) -> None:
     assert set(prune_service_pids(spark)).isdisjoint(killed)
 
 
-def test_python_that_does_not_exist(spark, table: str, python_setting: None, tmp_path: Path) -> None:
+def test_python_that_does_not_exist(spark, table: str, driver_python: Callable[[str], None], tmp_path: Path) -> None:
     """`spark.hsh.python` names no program: the query fails naming the table and the setting; fixing it heals."""
-    spark.conf.set("spark.hsh.python", str(tmp_path / "no-such-python"))
+    before = spark.sparkContext._jsc.sc().conf().get("spark.hsh.python")
+    driver_python(str(tmp_path / "no-such-python"))
     with pytest.raises(Exception, match=rf"{TABLE}.*spark\.hsh\.python"):
         spark.sql(QUERY).collect()
-    spark.conf.unset("spark.hsh.python")
+    driver_python(before)
     assert spark.sql(QUERY).collect()[0][0] == 1
 
 
-def test_service_answering_garbage(spark, table: str, python_setting: None, tmp_path: Path) -> None:
+def test_service_answering_garbage(spark, table: str, driver_python: Callable[[str], None], tmp_path: Path) -> None:
     """A "Python" that answers every request with text that is not JSON: the query fails, it reads nothing."""
-    spark.conf.set("spark.hsh.python", _script(tmp_path / "fake-python",
-                                               "while read line; do echo 'HTTP/1.1 400 Bad Request'; done"))
+    driver_python(_script(tmp_path / "fake-python", "while read line; do echo 'HTTP/1.1 400 Bad Request'; done"))
     with pytest.raises(Exception, match=rf"pruning service .* failed for {TABLE}"):
         spark.sql(QUERY).collect()
 
 
-def test_service_that_exits_at_once(spark, table: str, python_setting: None, tmp_path: Path) -> None:
+def test_service_that_exits_at_once(spark, table: str, driver_python: Callable[[str], None], tmp_path: Path) -> None:
     """A Python without the package (the service exits at start): a clear error with the exit code."""
-    spark.conf.set("spark.hsh.python", _script(tmp_path / "python-without-the-package",
-                                               'echo "No module named storage_handler" >&2; exit 1'))
+    driver_python(_script(tmp_path / "python-without-the-package",
+                          'echo "No module named storage_handler" >&2; exit 1'))
     with pytest.raises(Exception, match=r"exited \(code 1\)"):
         spark.sql(QUERY).collect()
+
+
+def test_a_session_cannot_name_the_program_the_driver_runs(spark, table: str, tmp_path: Path) -> None:
+    """A session (a Thrift server's client, with `SET`) that names another `spark.hsh.python`: the query is refused
+    naming both values and how to undo it, and that program never runs; unset, the session reads again."""
+    marker = tmp_path / "ran"
+    program = _script(tmp_path / "someone-elses-program", f"touch {marker}; exec {sys.executable} \"$@\"")
+    spark.conf.set("spark.hsh.python", program)
+    try:
+        with pytest.raises(Exception, match=rf"{TABLE}: this session sets spark\.hsh\.python to '{program}', but "
+                                            r"the driver started with '.*'\. It names a program the driver runs"):
+            spark.sql(QUERY).collect()
+    finally:
+        spark.conf.unset("spark.hsh.python")
+    assert not marker.exists()
+    assert spark.sql(QUERY).collect()[0][0] == 1
 
 
 def test_bad_process_count(spark, table: str) -> None:

@@ -212,3 +212,41 @@ def test_credentials_stay_out_of_spark_and_thriftserver_configuration(tmp_path: 
     assert not [k for k, v in spark_conf(uri).items() if SECRET in v]
     command = thrift_server(uri, tmp_path).command(10000)
     assert not [a for a in command if SECRET in a]
+
+
+def test_thrift_client_cannot_name_a_program_for_the_server_to_run(hiveserver2, metastore_uri: str,
+                                                                   tmp_path: Path) -> None:
+    """A Thrift server's client that SETs `spark.hsh.python` to its own program: its query of a registered table is
+    refused naming the setting, the program never runs on the server, and the client reads again once it RESETs."""
+    import sys
+
+    from pyhive import hive
+
+    from metastore.client import MetastoreClient
+    from metastore.names import parse_table_name
+    from storage_handler.registration.register import apply_registration, plan_registration
+    from tests.spark.typed_data import generate_typed
+
+    table = "reliability.hs2_program"
+    root = generate_typed(tmp_path / "t", files_per_partition=1)
+    with MetastoreClient(metastore_uri) as client:
+        apply_registration(client, plan_registration(client, parse_table_name(table), str(root)))
+    marker = tmp_path / "ran"
+    program = tmp_path / "clients-program"
+    program.write_text(f'#!/bin/sh\ntouch {marker}\nexec {sys.executable} "$@"\n')
+    program.chmod(0o755)
+    query = f"SELECT count(*) FROM {table} WHERE c_bigint = 5"
+    host, port = hiveserver2
+    with hive.connect(host=host, port=port, auth="NONE", username="reliability") as conn:
+        cursor = conn.cursor()
+        cursor.execute(query)
+        expected = cursor.fetchall()
+        cursor.execute(f"SET spark.hsh.python={program}")
+        with pytest.raises(Exception, match=r"this session sets spark\.hsh\.python to .* It names a program the "
+                                            r"driver runs"):
+            cursor.execute(query)
+            cursor.fetchall()
+        cursor.execute("RESET spark.hsh.python")
+        cursor.execute(query)
+        assert cursor.fetchall() == expected == [(1,)]
+    assert not marker.exists()

@@ -44,7 +44,8 @@ final class PruneService {
   /** The answer to {@code request} for the session; throws naming {@code table} when the Python side fails. */
   static JsonNode call(SparkSession session, ObjectNode request, String table) {
     IndexOnWrite.awaitPending(table); // this driver's last write into the table: indexed before it is pruned
-    return forPython(python(session)).call(request, table, maxProcesses(session, table), "plan the scan of");
+    return forPython(python(session, table)).call(request, table, maxProcesses(session, table),
+        "plan the scan of");
   }
 
   /**
@@ -54,7 +55,7 @@ final class PruneService {
    * to the pool then; the write that asked has long returned.
    */
   static JsonNode index(SparkSession session, ObjectNode request, String table, long timeoutMs) {
-    PruneService service = forPython(python(session));
+    PruneService service = forPython(python(session, table));
     int max = maxProcesses(session, table);
     java.util.concurrent.FutureTask<JsonNode> task = new java.util.concurrent.FutureTask<>(
         () -> service.call(request, table, max, "index the write into"));
@@ -77,14 +78,27 @@ final class PruneService {
   }
 
   /**
-   * The session's Python: {@code spark.hsh.python} (a session setting, so it can be changed at run time), else
-   * {@code spark.pyspark.python}, else {@code $PYSPARK_PYTHON}, else {@code python3}.
+   * The driver's Python: {@code spark.hsh.python} as the driver started with it, else {@code spark.pyspark.python},
+   * else {@code $PYSPARK_PYTHON}, else {@code python3}.
+   *
+   * <p>Why not a session setting: it names a program the driver runs, as the driver's user. A Thrift server's
+   * clients change session settings with {@code SET}, so one that could name the program would run anything it
+   * likes on the driver (with the server's Kerberos credentials, on a secured cluster). Only the Spark
+   * configuration the driver started with ({@code --conf}, {@code spark-defaults.conf}, the session builder)
+   * names it; a session whose own value differs is refused, naming both, and nothing is run.
    */
-  private static String python(SparkSession session) {
+  private static String python(SparkSession session, String table) {
     SparkConf conf = session.sparkContext().getConf();
     String env = System.getenv("PYSPARK_PYTHON");
-    String fallback = conf.get(PYTHON, conf.get("spark.pyspark.python", env == null ? "python3" : env));
-    return session.conf().get(PYTHON, fallback);
+    String configured = conf.get(PYTHON, conf.get("spark.pyspark.python", env == null ? "python3" : env));
+    String asked = session.conf().get(PYTHON, configured);
+    if (!asked.equals(configured)) {
+      throw new IllegalArgumentException("hsh: cannot plan the scan of " + table + ": this session sets " + PYTHON
+          + " to '" + asked + "', but the driver started with '" + configured + "'. It names a program the driver"
+          + " runs, so only the driver's own Spark configuration sets it (--conf, spark-defaults.conf or the"
+          + " session builder, before the driver starts); unset it in the session (RESET " + PYTHON + ")");
+    }
+    return configured;
   }
 
   private static int maxProcesses(SparkSession session, String table) {
