@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.arrow_compat import one_array
 from storage_handler.catalog import (
     Partition,
     PartitionSource,
@@ -201,7 +202,7 @@ def attach_index(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, pa.A
     for name in STATS_COLUMNS:
         if name in index.column_names:
             out = out.append_column(name, pc.take(index.column(name), positions))
-    return out, fresh.combine_chunks() if isinstance(fresh, pa.ChunkedArray) else fresh
+    return out, one_array(fresh)
 
 
 def _count(mask: pa.Array) -> int:

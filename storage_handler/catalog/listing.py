@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.arrow_compat import true_positions
 from storage_handler.catalog.partitions import Partition
 from storage_handler.errors import ConfigurationError, StorageError
 from storage_handler.hive_paths import (
@@ -88,9 +89,7 @@ class ScanFiles:
 
     def filter(self, mask: pa.Array | pa.ChunkedArray) -> ScanFiles:
         """The rows where ``mask`` is true (the files a query keeps), same partitions."""
-        if isinstance(mask, pa.ChunkedArray):  # pyarrow 14 crashes (SIGSEGV) on one with no chunks
-            mask = mask.combine_chunks()
-        rows = pc.indices_nonzero(mask)
+        rows = true_positions(mask)
         return ScanFiles(self.batch.take(rows), pc.take(self.partition_of, rows), self.partitions)
 
     def data_files(self) -> FileList:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.arrow_compat import one_array
 from storage_handler.catalog.listing import index_prefixes, list_partition_files, list_table_files
 from storage_handler.catalog.partitions import Partition
 from storage_handler.stats.columns import PATH
@@ -73,7 +74,7 @@ def scope_mask(paths: pa.ChunkedArray | pa.Array, prefixes: Sequence[str] | None
     folders = pc.replace_substring_regex(paths, pattern="[^/]*$", replacement="", max_replacements=1)
     wanted = pa.array([""] if prefixes is None else list(prefixes), pa.string())
     mask = pc.is_in(folders, value_set=wanted)
-    return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
+    return one_array(mask)
 
 
 def list_scope(table: IndexedTable, partitions: Sequence[Partition] | None) -> tuple[FileList, list[str] | None]:

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage_handler.arrow_compat import true_positions
 from storage_handler.catalog import ScanFiles
 from storage_handler.stats.columns import MAX_VALUES, MIN_VALUES, NULL_COUNT, NUM_RECORDS, STATS_ERROR
 from storage_handler.types import HiveType
@@ -77,9 +78,7 @@ def matched(kept: ScanFiles, rows: pa.Table, certain: pa.BooleanArray | None, co
             mask = pc.and_(mask, pc.invert(pc.and_(some, pc.or_(pc.is_null(low), pc.is_null(high)))))
             stats[name].update(min=low, max=high)
     mask = pc.fill_null(mask, False)
-    if isinstance(mask, pa.ChunkedArray):  # nothing kept gives one with no chunks, which pyarrow 14 crashes on
-        mask = mask.combine_chunks()
-    positions = pc.indices_nonzero(mask)
+    positions = true_positions(mask)  # nothing kept gives a chunked mask with no chunks
     if len(positions) == 0:
         return empty
     table = pa.table({"part": pc.take(kept.partition_of, positions),

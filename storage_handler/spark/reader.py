@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage_handler.arrow_compat import one_array
 from storage_handler.errors import DatasetError
 from storage_handler.spark.legacy_calendar import legacy_modes, rebase_dates, refuse_old_timestamps
 from storage_handler.spark.partition_text import spark_cast
@@ -39,7 +40,7 @@ def partition_array(value: str | None, target: pa.DataType, length: int) -> pa.A
 
 
 def cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: str, path: str) -> pa.Array:
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = one_array(column)
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
     if is_list_view(array.type):  # pyarrow's list_view cast drops values (26.0.1): rebuilt from Python values

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from storage_handler.arrow_compat import one_array
 from storage_handler.types import HiveType
 
 BYTES_PER_BLOCK = 32
@@ -127,8 +128,7 @@ def _decimal_rows(values: pa.Array, precision: int) -> np.ndarray:
 def canonical_hashes(values: pa.Array | pa.ChunkedArray, hive_type: HiveType) -> np.ndarray:
     """XXH64 of each non-null value of a column of ``hive_type`` (values already of ``hive_to_arrow(type)``), in
     the encoding of the module docstring; nulls are skipped, as ORC and Parquet do."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    values = one_array(values)
     values = values.drop_null() if values.null_count else values
     name = hive_type.name
     if len(values) == 0:
@@ -201,8 +201,7 @@ def ruled_out(filters: pa.Array | pa.ChunkedArray, value_hash: int) -> np.ndarra
 
     A null, empty or malformed filter (size not a power-of-two multiple of 32 bytes) proves nothing.
     """
-    if isinstance(filters, pa.ChunkedArray):
-        filters = filters.combine_chunks()
+    filters = one_array(filters)
     if not pa.types.is_binary(filters.type):
         filters = filters.cast(pa.binary())
     n = len(filters)

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage_handler.arrow_compat import one_array
 from storage_handler.stats.columns import BLOOM_FILTERS, VALUE_LISTS
 from storage_handler.stats.footers.convert import FIRST_TRUSTED_DAY, FIRST_TRUSTED_US, Source, classify
 from storage_handler.stats.membership import bloom
@@ -126,7 +127,7 @@ def to_table_values(raw: pa.ChunkedArray | pa.Array, source: Source,
                     hive_type: HiveType) -> tuple[list[pa.Array] | None, bool]:
     """The values the table reads for one column chunk: one array if each stored value reads as one table value
     (``True``), two (floor and ceiling readings) if not (``False``); ``None`` if we cannot tell."""
-    arr = raw.combine_chunks() if isinstance(raw, pa.ChunkedArray) else raw
+    arr = one_array(raw)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     target = hive_to_arrow(hive_type)

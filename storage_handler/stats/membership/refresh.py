@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage_handler.arrow_compat import one_array
 from storage_handler.stats.files.walk import DataFile, absolute_path
 from storage_handler.stats.membership.columns import (
     MEMBERSHIP_COLUMNS,
@@ -90,4 +91,4 @@ def carry(reused: pa.Table, previous: MembershipSpec, wanted: MembershipSpec, ta
 def _old_field(reused: pa.Table, struct: str, field: str) -> pa.Array:
     """One kept filter column (a null struct entry - no filter for any column of that file - stays null)."""
     values = pc.struct_field(reused.column(struct), field)
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    return one_array(values)
