@@ -1,7 +1,6 @@
 package hsh.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -141,7 +140,7 @@ public final class HshFileIndex extends FileIndexBase {
     CompletableFuture<JsonNode> answer = CompletableFuture.supplyAsync(() -> {
       // built on this thread, off the optimizer's path: the request reads the session's settings explicitly
       // (FilterJson, Prunable), not the thread's
-      ObjectNode request = request(session, table, predicates.values(), true);
+      ObjectNode request = ScanRequest.of(session, table, predicates.values(), true);
       JsonNode found = PruneService.call(session, request, table.name);
       Timings.record("prefetch", table.name, start);
       return found;
@@ -273,31 +272,6 @@ public final class HshFileIndex extends FileIndexBase {
     return Contract.metric(metrics, name, table.name).asLong();
   }
 
-  /** The contract's scan request for {@code predicates} (public for the contract test). */
-  public static ObjectNode request(SparkSession session, HshTable table, Collection<Expression> predicates,
-      boolean record) {
-    return request(session, table, predicates, record, null);
-  }
-
-  /**
-   * The scan request; with {@code aggregate} ({@code {"columns": [...], "bounds": [...]}}) the answer also says
-   * which kept files the index answers the query's aggregates for ({@link AggregateRule}). {@code complete}
-   * tells the handler whether every predicate reached its filters whole.
-   */
-  static ObjectNode request(SparkSession session, HshTable table, Collection<Expression> predicates, boolean record,
-      ObjectNode aggregate) {
-    List<Expression> prunable = Prunable.of(session, table.partitionSchema, predicates);
-    FilterJson.Encoded encoded = FilterJson.encode(session, prunable);
-    ObjectNode request = JsonNodeFactory.instance.objectNode();
-    request.put(Contract.request("op"), "scan").put(Contract.request("contract"), Contract.VERSION)
-        .put(Contract.request("record"), record)
-        .put(Contract.request("complete"), encoded.complete && prunable.size() == predicates.size());
-    request.set(Contract.request("table"), table.toJson());
-    request.set(Contract.request("filters"), encoded.filters);
-    request.set(Contract.request("aggregate"), aggregate == null ? JsonNodeFactory.instance.nullNode() : aggregate);
-    return request;
-  }
-
   /**
    * This index pruning also by {@code filters}, with the answer for them -- including which files the index
    * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it); the listing reuses it.
@@ -316,7 +290,7 @@ public final class HshFileIndex extends FileIndexBase {
 
   /** The scan request {@link #withAggregateAnswer} sends for {@code filters} and {@code aggregate}. */
   ObjectNode aggregateRequest(List<Expression> filters, ObjectNode aggregate) {
-    return request(session, table, canonical(filters, List.of(), List.of()).values(), true, aggregate);
+    return ScanRequest.of(session, table, canonical(filters, List.of(), List.of()).values(), true, aggregate);
   }
 
   /** The answer this index holds for its own query filters (after {@link #withAggregateAnswer}), else null. */
@@ -384,7 +358,7 @@ public final class HshFileIndex extends FileIndexBase {
   }
 
   private JsonNode scan(Collection<Expression> predicates, boolean record) {
-    return PruneService.call(session, request(session, table, predicates, record), table.name);
+    return PruneService.call(session, ScanRequest.of(session, table, predicates, record), table.name);
   }
 
   @Override

@@ -94,7 +94,7 @@ public final class HshRelations {
   /** The contract's scan request for {@code table} filtered by {@code where} (for the contract test). */
   public static String scanRequest(SparkSession session, String tableJson, String table, String where)
       throws IOException {
-    return HshFileIndex.request(session, HshTable.fromJson(tableJson), conjuncts(session.table(table), where), false)
+    return ScanRequest.of(session, HshTable.fromJson(tableJson), conjuncts(session.table(table), where), false)
         .toString();
   }
 
