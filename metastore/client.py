@@ -25,6 +25,7 @@ Why a wrapper and not ``hmsclient.HMSClient`` directly:
 from __future__ import annotations
 
 import contextlib
+import getpass
 import logging
 import os
 import socket
@@ -282,6 +283,17 @@ class MetastoreClient:
         return bool(self._speaks_sasl)
 
     # ------------------------------------------------------------------ databases
+    def user_name(self) -> str:
+        """The user the metastore knows this client as, which Hive records as the owner of what it creates: with
+        Kerberos the short name of the authenticated principal (``svc@REALM`` and ``svc/host@REALM`` are ``svc``,
+        as Hadoop's DEFAULT ``auth_to_local`` rule maps a principal of its realm; a site with other rules passes
+        ``--owner``), else the operating-system user, as Hive's own unsecured clients send it."""
+        if not self.security.sasl_enabled:
+            return getpass.getuser()
+        from metastore.security.credentials import authenticated_principal, short_name
+
+        return short_name(authenticated_principal(self.security.client_principal))
+
     def get_all_databases(self) -> list[str]:
         return self._call("the database list", lambda c: c.get_all_databases(), idempotent=True)
 

@@ -166,6 +166,25 @@ def ticket_cache_lifetime(principal: str | None = None) -> int:
     return lifetime
 
 
+def authenticated_principal(keytab_principal: str | None = None) -> str:
+    """The principal this process authenticates as: ``keytab_principal`` when a keytab is used, else the default
+    ticket cache's (``kinit``); a one-line MetastoreAuthError when there is none. Needs ``gssapi``."""
+    if keytab_principal:
+        return keytab_principal
+    gssapi = _gssapi()
+    try:
+        return str(gssapi.Credentials(usage="initiate").name)
+    except gssapi.exceptions.GSSError as e:
+        raise MetastoreAuthError(f"no Kerberos ticket ({_gss_message(e)}): run kinit, or pass --keytab and "
+                                 "--principal", reason=NO_TICKET) from e
+
+
+def short_name(principal: str) -> str:
+    """The user name Hadoop maps a principal of its own realm to (the DEFAULT ``auth_to_local`` rule):
+    ``alice@REALM`` and ``alice/host@REALM`` are ``alice``."""
+    return principal.split("@", 1)[0].split("/", 1)[0]
+
+
 def require_sasl_libraries() -> None:
     """A one-line error naming what to install if the GSSAPI SASL client cannot work here."""
     missing = []

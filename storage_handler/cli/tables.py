@@ -41,7 +41,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("path", metavar="PATH", help="folder holding the Parquet files (k=v/ partition folders allowed)")
     p.add_argument("--dry-run", action="store_true", help="print what would be created; change nothing")
     p.add_argument("--location", help="location to record in the metastore (default: file:<absolute PATH>)")
-    p.add_argument("--owner", help="table owner (default: the current user)")
+    p.add_argument("--owner", help="table owner (default: the user the metastore knows this client as: the "
+                   "Kerberos principal's short name, else the current user)")
     p.add_argument("--table-property", action="append", default=[], metavar="K=V",
                    help="extra table parameter; fs.s3a.endpoint, fs.s3a.endpoint.region and "
                         "fs.s3a.path.style.access (also per bucket: fs.s3a.bucket.NAME.*) configure an S3 table "

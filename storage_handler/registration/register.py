@@ -14,7 +14,6 @@ planning, before the metastore or the index is touched.
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,7 +110,7 @@ def plan_registration(
             missing = new_partitions(dataset, table, client.get_partitions(name.database, name.table))
     return RegistrationPlan(
         name=name, dataset=dataset, create_database=create_database, create_table=create_table,
-        missing_partitions=missing, owner=owner or getpass.getuser(), table_properties=properties,
+        missing_partitions=missing, owner=owner or client.user_name(), table_properties=properties,
     )
 
 

@@ -30,6 +30,15 @@ def test_register_sync_and_refresh_through_kerberos(realm: Realm, secured_metast
     assert table.sd.location.endswith(str(secured_table.root))
 
 
+def test_the_table_belongs_to_the_principal_that_registered_it(realm: Realm, secured_table: SecuredTable) -> None:
+    """Registered with svc's keytab by an operating-system user of another name: the metastore records svc as the
+    table's owner, as Hive does for what an authenticated client creates (not the process's login name)."""
+    import getpass
+
+    assert getpass.getuser() != "svc"
+    assert secured_table.described["owner"] == realm.svc.split("@")[0] == "svc"
+
+
 def test_the_embedded_metastore_tells_hsh_its_principal(realm: Realm, hsh: Hsh, secured_metastore: Service,
                                                          secured_table: SecuredTable) -> None:
     """No principal anywhere: ``hsh`` using the embedded metastore (no --metastore) takes it from its record."""

@@ -50,6 +50,24 @@ def test_ticket_cache_and_privacy(realm: Realm, secured_metastore: Service, monk
             assert again.security == client.security and again.database_exists("krb_alice")
 
 
+def test_the_user_the_metastore_knows(realm: Realm, secured_metastore: Service, metastore_uri: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The owner a registration records: the ticket cache's principal (alice), the keytab's (svc), each as its
+    short name; unsecured, the operating-system user. No ticket at all: the one line that says to kinit."""
+    import getpass
+
+    from storage_handler.errors import MetastoreAuthError
+
+    monkeypatch.setenv("KRB5CCNAME", realm.alice_ccache)
+    assert MetastoreClient(secured_metastore.uri, security=settings(realm)).user_name() == "alice"
+    keytab = settings(realm, keytab=realm.svc_keytab, client=realm.svc)
+    assert MetastoreClient(secured_metastore.uri, security=keytab).user_name() == "svc"
+    assert MetastoreClient(metastore_uri, security=KerberosSettings()).user_name() == getpass.getuser()
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{realm.root / 'nobody.ccache'}")
+    with pytest.raises(MetastoreAuthError, match="no Kerberos ticket .*run kinit"):
+        MetastoreClient(secured_metastore.uri, security=settings(realm)).user_name()
+
+
 def test_keytab_without_kinit_uses_a_private_cache(realm: Realm, secured_metastore: Service) -> None:
     default_cache = Path(os.environ["KRB5CCNAME"].removeprefix("FILE:"))
     with MetastoreClient(secured_metastore.uri, security=settings(realm, keytab=realm.svc_keytab,
