@@ -31,6 +31,11 @@ The rules:
   for the values Spark reads (1900-01-01Z is Spark's own limit for timestamps; a day more covers files written in
   local time).
 * Booleans: as is. Binary and anything else: not bounded.
+* A file column Spark refuses to read as the table's type (:func:`spark_reads`: an INT64 file under an ``int``
+  column, a double under ``float``, an INT32 under ``decimal(9,2)``, a decimal with fewer integer digits than the
+  column's) has no statistics at all, not even a null count: the query reads the file and fails as it does
+  without the handler, instead of being answered (``count``, ``min``, ``max``) or pruned from numbers of values
+  no reader returns.
 
 Bounds are returned as Arrow-ready Python scalars of the index's column type: ``int`` (integers; dates as days since
 1970-01-01; timestamps as µs since 1970-01-01 00:00 zone-less), ``float``, ``Decimal`` (exactly the table's scale),
@@ -73,6 +78,7 @@ class Source:
     kind: str
     physical: str
     bits: int = 0  # int: physical width (32/64) used to re-read unsigned raw values
+    width: int = 0  # int: the annotated width (8, 16, 32, 64; the physical one when not annotated)
     signed: bool = True
     precision: int = 0
     scale: int = 0
@@ -101,7 +107,8 @@ def classify(column: Any) -> Source:
     if physical in ("INT32", "INT64"):
         width = 32 if physical == "INT32" else 64
         if ltype == "INT":
-            return Source("int", physical, bits=width, signed=bool(logical.get("isSigned", True)))
+            return Source("int", physical, bits=width, signed=bool(logical.get("isSigned", True)),
+                          width=int(logical.get("bitWidth", width)))
         if ltype == "DATE" or converted == "DATE":
             return Source("date", physical) if physical == "INT32" else Source("unknown", physical)
         if ltype == "TIMESTAMP":
@@ -110,9 +117,10 @@ def classify(column: Any) -> Source:
         if converted in ("TIMESTAMP_MILLIS", "TIMESTAMP_MICROS") and width == 64:
             return Source("timestamp", physical, unit=converted.split("_")[1])
         if converted in _CONVERTED_INTS:
-            return Source("int", physical, bits=width, signed=_CONVERTED_INTS[converted][1])
+            return Source("int", physical, bits=width, signed=_CONVERTED_INTS[converted][1],
+                          width=_CONVERTED_INTS[converted][0])
         if ltype == "NONE" and converted == "NONE":
-            return Source("int", physical, bits=width, signed=True)
+            return Source("int", physical, bits=width, signed=True, width=width)
         return Source("unknown", physical)  # TIME, INTERVAL, ...
     if physical == "BYTE_ARRAY":
         if ltype in _STRING_LOGICAL or converted in _STRING_CONVERTED:
@@ -123,6 +131,55 @@ def classify(column: Any) -> Source:
     if physical == "FIXED_LEN_BYTE_ARRAY" and ltype == "NONE" and converted == "NONE":
         return Source("binary", physical)
     return Source("unknown", physical)  # FLOAT16, UUID, INTERVAL ...
+
+
+def spark_reads(source: Source, target: HiveType) -> bool:
+    """Whether Spark's Parquet reader reads a file column of ``source`` as the table type ``target`` (measured
+    on pyspark 3.5, 4.0 and 4.3 with ``spark.read.schema``; ``tests/stats/footers/test_spark_reads.py`` checks it
+    on the line that runs the tests).
+
+    Decision: the rules are Spark 4's, whose reader widens (INT32 and dates to ``bigint``/``double``, INT32/INT64
+    to decimals with room for every value, ``float`` to ``double``, a decimal to more places and digits). Spark
+    3.5 refuses those widenings; there a file only Spark 4 reads keeps its statistics, so a query that prunes it
+    (or is answered from the index for it) does not fail where Spark 3.5 fails reading it -- the rows it returns
+    are the ones such a file holds. Nanosecond timestamps keep theirs too: no Spark line reads them as
+    ``timestamp`` (every query reading such a file fails, with or without the handler), the handler's own reader
+    (``read_table``, ``format("hsh")``) does, and prunes by them -- a table of pandas' default files is usable
+    there. Anything unlisted (INT96 but as ``timestamp``, unknown logical types) is not read: its statistics are
+    unknown, which only keeps files."""
+    name, kind = target.name, source.kind
+    if name in ("string", "varchar", "char", "binary"):
+        return kind in ("string", "binary")
+    if kind == "int":
+        if source.bits == 64:
+            if not source.signed:
+                return name == "decimal" and (target.precision, target.scale) == (20, 0)
+            return name == "bigint" or name == "decimal" and _integer_digits(target) >= 20
+        if not source.signed:  # UINT_8 / UINT_16 are read as INT32 is; UINT_32 only as wider types
+            return name in ("bigint", "double") if source.width == 32 else name in _INT32_WIDENS
+        return name in _INT32_WIDENS or name == "decimal" and _integer_digits(target) >= 10
+    if kind == "date":
+        return name in _INT32_WIDENS
+    if kind == "float":
+        return name == "double" or name == "float" and source.physical == "FLOAT"
+    if kind == "decimal":
+        return name == "decimal" and (target.scale or 0) >= source.scale and \
+            _integer_digits(target) >= source.precision - source.scale
+    if kind == "bool":
+        return name == "boolean"
+    if kind == "timestamp":
+        return name in ("timestamp", "bigint")
+    if kind == "int96":
+        return name == "timestamp"
+    return False
+
+
+#: table types Spark 4 reads an INT32 file column (signed, or unsigned of 8/16 bits) or a date as
+_INT32_WIDENS = frozenset({"tinyint", "smallint", "int", "bigint", "double", "date"})
+
+
+def _integer_digits(target: HiveType) -> int:
+    return (target.precision or 10) - (target.scale or 0)
 
 
 def convert_bound(raw: Any, source: Source, target: HiveType, upper: bool) -> Any:

@@ -45,7 +45,7 @@ except ImportError:  # pragma: no cover - a pyarrow without it: the public path 
 
 from storage_handler.errors import ConfigurationError, StatsIndexError
 from storage_handler.stats.footers.bounds import column_stats
-from storage_handler.stats.footers.convert import Source, classify, float_bound
+from storage_handler.stats.footers.convert import Source, classify, float_bound, spark_reads
 from storage_handler.stats.footers.native_reader import raw_of
 from storage_handler.stats.footers.raw import RawFooters
 from storage_handler.stats.membership.columns import ColumnMembership, read_membership
@@ -54,7 +54,7 @@ from storage_handler.storage import FileEntry, Storage, storage_for
 from storage_handler.types import HiveType, hive_to_arrow
 
 TABLE_PARAM_SCAN_FLOAT = "hsh.stats.scan_float_columns"
-BOUND_RULES = 5
+BOUND_RULES = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,8 @@ class StatsOptions:
     #: from writers that ordered them right, integer / decimal row groups with a bound out of range unbounded;
     #: 5: a file's rows are its row groups' (what Spark reads), not the footer's own count, which broken writers
     #: set to anything (0 ruled the file out of every filter); a decimal file with more places than its column has
-    #: no bounds.
+    #: no bounds; 6: a file column Spark refuses to read as the table's type (``convert.spark_reads``) has no
+    #: statistics at all, not even a null count.
     rules: int = BOUND_RULES
 
     @classmethod
@@ -285,7 +286,10 @@ def column_plan(schema: pq.ParquetSchema, columns: Sequence[tuple[str, HiveType]
         elif len(leaves) != 1:
             plans.append(ColumnPlan(key, hive_type, None, False, None))
         else:
-            plans.append(ColumnPlan(key, hive_type, leaves[0], False, classify(schema.column(leaves[0]))))
+            source = classify(schema.column(leaves[0]))
+            readable = spark_reads(source, hive_type)  # else: no statistics, the file is read (and fails)
+            plans.append(ColumnPlan(key, hive_type, leaves[0] if readable else None, False,
+                                    source if readable else None))
     plan = tuple(plans)
     with _PLANS_LOCK:
         _PLANS.insert(0, (schema, columns, plan))
@@ -320,7 +324,7 @@ def _scan_float_columns(pf: pq.ParquetFile, columns: Sequence[tuple[str, HiveTyp
         if hive_type.name not in ("float", "double") or leaves is None or len(leaves) != 1:
             continue
         col = pf.metadata.schema.column(leaves[0])
-        if classify(col).kind != "float":
+        if classify(col).kind != "float" or not spark_reads(classify(col), hive_type):
             continue
         try:
             data = pf.read(columns=[col.name], use_threads=False).column(0)

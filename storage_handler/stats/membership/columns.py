@@ -36,7 +36,13 @@ import pyarrow.parquet as pq
 
 from storage_handler.arrow_compat import one_array
 from storage_handler.stats.columns import BLOOM_FILTERS, VALUE_LISTS
-from storage_handler.stats.footers.convert import FIRST_TRUSTED_DAY, FIRST_TRUSTED_US, Source, classify
+from storage_handler.stats.footers.convert import (
+    FIRST_TRUSTED_DAY,
+    FIRST_TRUSTED_US,
+    Source,
+    classify,
+    spark_reads,
+)
 from storage_handler.stats.membership import bloom
 from storage_handler.stats.membership.parquet_bloom import footer_filter
 from storage_handler.stats.membership.spec import MembershipSpec
@@ -90,6 +96,8 @@ def _column(pf: pq.ParquetFile, handle: Any, leaf: int, hive_type: HiveType, wan
             spec: MembershipSpec) -> ColumnMembership:
     md = pf.metadata
     source = classify(md.schema.column(leaf))
+    if not spark_reads(source, hive_type):  # a file Spark cannot read as the column: no membership, read it
+        return ColumnMembership()
     if want_bloom and not want_list:
         from_footer = footer_filter(handle, md, leaf, source, hive_type, spec.fpp)
         if from_footer is not None:

@@ -47,35 +47,42 @@ def test_integer_extremes(tmp_path, arrow_type, hive, lo, hi):
     assert col(path, f"x {hive}") == ColumnStats(lo, hi, 1)
 
 
-def test_unsigned_64_beyond_bigint_has_no_bounds(tmp_path):
+def test_unsigned_64_is_bounded_only_where_spark_reads_it(tmp_path):
+    """Spark reads UINT_64 only as decimal(20,0): under bigint the file has no statistics at all (it is read, and
+    fails as in plain Spark), not even a null count."""
     path = write(tmp_path, "f.parquet", pa.table({"x": pa.array([3, 2**64 - 1], pa.uint64())}))
-    assert col(path, "x bigint") == ColumnStats(None, None, 0)
+    assert col(path, "x bigint") == ColumnStats(None, None, None)
+    assert col(path, "x decimal(20,0)") == ColumnStats(Decimal(3), Decimal(2**64 - 1), 0)
 
 
-@pytest.mark.parametrize(("arrow_type", "values", "hive"), [
-    (pa.int64(), [-5, 3_000_000_000], "int"),
-    (pa.uint8(), [5, 200], "tinyint"),  # Spark reads 200 as -56: the in-range min 5 bounds nothing it reads
-    (pa.uint16(), [5, 40_000], "smallint"),
-    (pa.uint32(), [5, 3_000_000_000], "int"),
-    (pa.int32(), [5, 200], "tinyint"),
+@pytest.mark.parametrize(("arrow_type", "values", "hive", "nulls"), [
+    (pa.int64(), [-5, 3_000_000_000], "int", None),  # Spark refuses INT64 as int: no statistics at all
+    (pa.uint8(), [5, 200], "tinyint", 0),  # Spark reads 200 as -56: the in-range min 5 bounds nothing it reads
+    (pa.uint16(), [5, 40_000], "smallint", 0),
+    (pa.uint32(), [5, 3_000_000_000], "int", None),  # Spark reads UINT_32 only as bigint or double
+    (pa.int32(), [5, 200], "tinyint", 0),
 ])
-def test_a_bound_out_of_the_columns_range_leaves_both_unknown(tmp_path, arrow_type, values, hive):
+def test_a_bound_out_of_the_columns_range_leaves_both_unknown(tmp_path, arrow_type, values, hive, nulls):
     """A reader wraps (or refuses) values out of the table column's range, so a row group with one bound out of
     range is not bounded by its other bound either (was: the in-range bound kept, and x < 0 pruned the -56)."""
     path = write(tmp_path, "f.parquet", pa.table({"x": pa.array(values, arrow_type)}))
-    assert col(path, f"x {hive}") == ColumnStats(None, None, 0)
+    assert col(path, f"x {hive}") == ColumnStats(None, None, nulls)
     assert col(path, "x bigint") == ColumnStats(min(values), max(values), 0)
 
 
-def test_integers_read_as_double_or_decimal_are_rounded_outward(tmp_path):
+def test_integers_read_as_double_or_decimal_only_where_spark_widens_them(tmp_path):
+    """INT32 reads as double (exactly) and INT64 as a decimal with 20 integer digits; where Spark refuses the file
+    (INT64 as double, any integer as float, a decimal without room for every value of the type, whatever the
+    file's own values) it has no statistics: it is read, and fails as in plain Spark."""
     big = 2**53 + 1  # not representable as a double
-    path = write(tmp_path, "f.parquet", pa.table({"x": pa.array([big, big], pa.int64())}))
-    s = col(path, "x double")
-    assert s.min <= big <= s.max and s.min < s.max
-    f = col(path, "x float")
-    assert f.min <= big <= f.max
-    assert col(path, "x decimal(20,2)") == ColumnStats(Decimal(big), Decimal(big), 0)
-    assert col(path, "x decimal(5,2)") == ColumnStats(None, None, 0)  # does not fit
+    path = write(tmp_path, "f.parquet", pa.table({"x": pa.array([big, big], pa.int64()),
+                                                  "i": pa.array([-7, 2**31 - 1], pa.int32())}))
+    assert col(path, "i double") == ColumnStats(-7.0, float(2**31 - 1), 0)
+    assert col(path, "i decimal(12,2)") == ColumnStats(Decimal("-7.00"), Decimal(2**31 - 1).quantize(Decimal("0.01")), 0)
+    assert col(path, "i decimal(11,2)") == ColumnStats(None, None, None)  # 9 integer digits: Spark refuses INT32
+    assert col(path, "x decimal(22,2)") == ColumnStats(Decimal(big), Decimal(big), 0)
+    for refused in ("double", "float", "decimal(20,2)", "decimal(5,2)"):
+        assert col(path, f"x {refused}") == ColumnStats(None, None, None)
 
 
 # ---------------------------------------------------------------- floats
@@ -107,10 +114,11 @@ def test_zero_bounds_are_widened_to_both_signs(tmp_path):
     assert not is_neg_zero(float_bound(-0.0, True, upper=True))
 
 
-def test_double_file_read_as_float_rounds_outward(tmp_path):
-    path = write(tmp_path, "a.parquet", pa.table({"x": [0.1, 0.7]}))
-    s = col(path, "x float", scan_floats=True)
-    assert s.min <= 0.1 and s.max >= 0.7
+def test_double_file_read_as_float_has_no_statistics_and_float_as_double_does(tmp_path):
+    """Spark refuses a double file under a float column (it reads a float file as double)."""
+    path = write(tmp_path, "a.parquet", pa.table({"x": [0.1, 0.7], "f": pa.array([0.5, 1.5], pa.float32())}))
+    assert col(path, "x float", scan_floats=True) == ColumnStats(None, None, None)
+    assert col(path, "f double", scan_floats=True) == ColumnStats(0.5, 1.5, 0)
     assert float_bound(1e300, True, upper=True) is None  # beyond float32
     assert float_bound(NAN, False, upper=False) is None
 
@@ -127,14 +135,15 @@ def test_decimal_physical_types_and_rescaling(tmp_path, as_integer):
         }
     )
     path = write(tmp_path, "f.parquet", table, **writer_options(store_decimal_as_integer=as_integer))
-    for name in ("d32", "d64", "dfl"):
-        assert col(path, f"{name} decimal(5,2)") == ColumnStats(Decimal("-1.25"), Decimal("3.45"), 1)
-        assert col(path, f"{name} decimal(12,4)") == ColumnStats(Decimal("-1.2500"), Decimal("3.4500"), 1)
-        # fewer places than the file's (ALTER TABLE narrowed it): Spark refuses the file, Hive rounds half-up;
-        # an outward bound (-1.3, 3.5) is no value either reads, and min/max were answered from it
-        assert col(path, f"{name} decimal(4,1)") == ColumnStats(None, None, 1)
-        assert col(path, f"{name} decimal(3,0)") == ColumnStats(None, None, 1)
-        assert col(path, f"{name} decimal(2,2)") == ColumnStats(None, None, 1)  # 3.45 needs 3 digits
+    for name, precision in (("d32", 5), ("d64", 15), ("dfl", 30)):
+        assert col(path, f"{name} decimal({precision},2)") == ColumnStats(Decimal("-1.25"), Decimal("3.45"), 1)
+        widened = f"{name} decimal({precision + 2},4)"
+        assert col(path, widened) == ColumnStats(Decimal("-1.2500"), Decimal("3.4500"), 1)
+        # Spark reads a decimal file only as a type with as many places and integer digits: fewer places (ALTER
+        # TABLE narrowed it: Hive rounds half-up), or fewer integer digits than the file's type whatever its
+        # values, and the file has no statistics at all -- an outward bound (-1.3, 3.5) is no value either reads
+        for refused in ("decimal(4,1)", "decimal(3,0)", "decimal(2,2)", f"decimal({precision + 1},4)"):
+            assert col(path, f"{name} {refused}") == ColumnStats(None, None, None)
 
 
 def test_decimal_38_digits_and_scale_per_file(tmp_path):
@@ -142,11 +151,11 @@ def test_decimal_38_digits_and_scale_per_file(tmp_path):
     bottom = Decimal("-" + str(top))  # not -top: unary minus rounds to the context's 28 digits
     path = write(tmp_path, "a.parquet", pa.table({"d": pa.array([top, bottom], pa.decimal128(38, 10))}))
     assert col(path, "d decimal(38,10)") == ColumnStats(bottom, top, 0)
-    assert col(path, "d decimal(38,9)") == ColumnStats(None, None, 0)  # fewer places than the file's
+    assert col(path, "d decimal(38,9)") == ColumnStats(None, None, None)  # fewer places than the file's
     # Two files of one table with different scales: the one with fewer places is converted to the table's scale.
     other = write(tmp_path, "b.parquet", pa.table({"d": pa.array([Decimal("0.01")], pa.decimal128(9, 2))}))
     assert col(other, "d decimal(38,10)") == ColumnStats(Decimal("0.0100000000"), Decimal("0.0100000000"), 0)
-    assert col(other, "d decimal(10,1)") == ColumnStats(None, None, 0)
+    assert col(other, "d decimal(10,1)") == ColumnStats(None, None, None)
 
 
 # ---------------------------------------------------------------- strings, binary, booleans
@@ -185,7 +194,7 @@ def test_truncated_utf8_bounds():
 def test_binary_columns_are_not_bounded_but_unannotated_bytes_can_be_strings(tmp_path):
     path = write(tmp_path, "f.parquet", pa.table({"b": pa.array([b"b", b"a", None], pa.binary())}))
     assert col(path, "b string") == ColumnStats("a", "b", 1)
-    assert col(path, "b int") == ColumnStats(None, None, 1)
+    assert col(path, "b int") == ColumnStats(None, None, None)  # Spark does not read it as int
 
 
 def test_booleans(tmp_path):
@@ -293,9 +302,11 @@ def test_ambiguous_and_nested_names_give_unknown_stats(tmp_path):
     assert stats.column("x") == ColumnStats(None, None, 1)  # only nested st.x exists: no top-level x
 
 
-def test_type_mismatch_keeps_null_count_only(tmp_path):
-    path = write(tmp_path, "f.parquet", pa.table({"x": ["1", None]}))
-    assert col(path, "x int") == ColumnStats(None, None, 1)
+def test_a_type_spark_cannot_read_as_the_columns_has_no_statistics(tmp_path):
+    """Not even the null count: `count(x)` must read the file (and fail, as in plain Spark), not be answered."""
+    path = write(tmp_path, "f.parquet", pa.table({"x": ["1", None], "d": pa.array([1, None], pa.date32())}))
+    assert col(path, "x int") == ColumnStats(None, None, None)
+    assert col(path, "d timestamp") == ColumnStats(None, None, None)
 
 
 def test_dotted_top_level_name(tmp_path):

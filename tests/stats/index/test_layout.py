@@ -92,7 +92,7 @@ def test_build_index_many_files_in_chunks(tmp_path):
     for i in range(40):
         write(tmp_path, f"p{i:02d}.parquet", pa.table({"x": [i, i + 1]}))
     calls: list[tuple[int, int]] = []
-    index = build_index(str(tmp_path), parse_schema_text("x int"), list_data_files(str(tmp_path)),
+    index = build_index(str(tmp_path), parse_schema_text("x bigint"), list_data_files(str(tmp_path)),
                         engine=LocalEngine(max_workers=2, chunk_files=7), progress=lambda d, t: calls.append((d, t)))
     assert index.num_rows == 40 and index.column("path").to_pylist() == sorted(index.column("path").to_pylist())
     assert calls[-1] == (40, 40) and [d for d, _ in calls] == sorted(d for d, _ in calls)

@@ -78,12 +78,12 @@ def test_several_readings_of_one_value_all_go_into_the_filter_and_no_list_is_kep
     }), path)
     spec = MembershipSpec(("ts", "d"), 0.01, ("ts", "d"), 64)
     m = _stats(path, "ts timestamp, d decimal(5,2)", spec).membership
-    assert m["ts"].values is None and m["d"].values is None
+    assert m["ts"].values is None
     for value in ns:  # floor and ceiling microsecond: a reader may truncate either way
         for us in (value // 1000, -((-value) // 1000)):
             assert _holds(m["ts"].bloom, EPOCH + dt.timedelta(microseconds=us), "timestamp")
-    for value in ("1.00", "1.01", "-3.00", "-2.99", "3.00"):
-        assert _holds(m["d"].bloom, Decimal(value), "decimal(5,2)")
+    # fewer places than the file's: Spark refuses to read it (Hive rounds half-up), so no filter rules it out
+    assert m["d"].bloom is None and m["d"].values is None
 
 
 def test_nanoseconds_beside_a_null_keep_both_readings_exact(tmp_path: Path) -> None:
