@@ -209,8 +209,13 @@ def partition_value_fits(value: str | None, hive_type: HiveType) -> bool:
     return value == value.strip()
 
 
-def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]]) -> pa.Schema:
-    """The union of the distinct file schemas (each with the first file that has it), in first-seen order."""
+def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]],
+                  declared: Mapping[str, HiveType] | None = None) -> pa.Schema:
+    """The union of the distinct file schemas (each with the first file that has it), in first-seen order.
+
+    ``declared``: a registered table's column types (lower-case names); files whose types differ are then fine
+    where the table's type reads both (an ``int`` column widened to ``bigint`` by ``ALTER TABLE``, new files
+    written as INT64 beside the old INT32 ones): ``hsh sync`` adds their partitions."""
     fields: dict[str, tuple[pa.Field, str]] = {}
     for schema, path in schemas:
         for fld in schema:
@@ -219,13 +224,24 @@ def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]]) -> pa.Sch
                 fields[key] = (fld, path)
                 continue
             first, first_file = fields[key]
-            if not _compatible(first.type, fld.type):
+            if not _compatible(first.type, fld.type) and not _both_read_as(first.type, fld.type,
+                                                                           (declared or {}).get(key)):
                 raise SchemaError(
                     f"column {fld.name!r} has type {first.type} in {absolute_path(root, first_file)} but {fld.type} "
                     f"in {absolute_path(root, path)}; rewrite one of the files so the types agree (nothing was "
                     "changed)"
                 )
     return pa.schema([fld.with_name(name) for name, (fld, _) in fields.items()])
+
+
+def _both_read_as(a: pa.DataType, b: pa.DataType, declared: HiveType | None) -> bool:
+    """Whether a registered column of type ``declared`` reads file columns of both Arrow types."""
+    from storage_handler.stats.footers.convert import spark_reads_registered
+
+    try:
+        return declared is not None and all(spark_reads_registered(arrow_to_hive(t), declared) for t in (a, b))
+    except SchemaError:
+        return False
 
 
 def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
@@ -242,7 +258,8 @@ def _compatible(a: pa.DataType, b: pa.DataType) -> bool:
 def discover(path: str, *, location: str | None = None, progress: Callable[[str], None] | None = None,
              conf: Mapping[str, str] | None = None, options: StatsOptions | None = None,
              footers: ProgressCallback | None = None, engine: FooterEngine | None = None,
-             strict: bool = False, need_schema: bool = True) -> Dataset:
+             strict: bool = False, need_schema: bool = True,
+             declared: Mapping[str, HiveType] | None = None) -> Dataset:
     """Scan ``path`` (a local folder or a URI such as ``s3a://bucket/folder``) and describe it as a Hive table
     would see it. ``conf`` carries ``fs.s3a.*`` settings for object stores.
 
@@ -253,12 +270,13 @@ def discover(path: str, *, location: str | None = None, progress: Callable[[str]
 
     Unreadable files follow the module's rule: recorded in :attr:`Dataset.unreadable` (and as rows of the seed),
     refused with ``strict``; with ``need_schema`` (registration) a dataset without one readable file is refused.
+    ``declared``: the registered table's column types, when there is one (see :func:`unify_schemas`).
     """
     layout = survey(path, location=location, conf=conf)
     (progress or (lambda _m: None))(f"found {len(layout.files)} files under {layout.root}; reading their Parquet footers")
     stats_options = options or StatsOptions()
     scan = (engine or LocalEngine()).scan(layout.root, layout.files, stats_options, conf=conf, progress=footers)
-    return describe(layout, scan, stats_options, conf, strict=strict, need_schema=need_schema)
+    return describe(layout, scan, stats_options, conf, strict=strict, need_schema=need_schema, declared=declared)
 
 
 def survey(path: str, *, location: str | None = None, conf: Mapping[str, str] | None = None) -> Layout:
@@ -282,7 +300,8 @@ def survey(path: str, *, location: str | None = None, conf: Mapping[str, str] | 
 
 
 def describe(layout: Layout, scan: FooterScan, options: StatsOptions,
-             conf: Mapping[str, str] | None = None, *, strict: bool = False, need_schema: bool = True) -> Dataset:
+             conf: Mapping[str, str] | None = None, *, strict: bool = False, need_schema: bool = True,
+             declared: Mapping[str, HiveType] | None = None) -> Dataset:
     """The dataset of ``layout`` once its footers are scanned: the table schema is the union of the readable files'
     schemas; columns of two types and columns that are also partition keys are refused. Unreadable files follow the
     module's rule: kept as rows with their ``stats_error`` (refused with ``strict``); with ``need_schema`` a
@@ -298,7 +317,7 @@ def describe(layout: Layout, scan: FooterScan, options: StatsOptions,
             f"{absolute_path(root, path)}: {' '.join(why.split())}), so there is no schema to register; "
             "point at the folder that holds the Parquet files"
         )
-    arrow_schema, columns = table_schema(layout, scan)
+    arrow_schema, columns = table_schema(layout, scan, declared)
     seed = _seed(root, columns, layout.files, scan, options, conf)
     del scan  # the chunks' rows, now merged into ``seed``
     release_memory()
@@ -345,7 +364,8 @@ class StrictEngine:
         return found
 
 
-def table_schema(layout: Layout, scan: FooterScan) -> tuple[pa.Schema, tuple[tuple[str, HiveType], ...]]:
+def table_schema(layout: Layout, scan: FooterScan, declared: Mapping[str, HiveType] | None = None,
+                 ) -> tuple[pa.Schema, tuple[tuple[str, HiveType], ...]]:
     """The union of the schemas ``scan`` found (its files may be a sample of the layout's), as Arrow and as Hive
     columns; a column that is also a partition key is refused."""
     for group in sorted(scan.groups, key=lambda g: g.first):  # the first file in path order, whatever the chunks did
@@ -363,14 +383,23 @@ def table_schema(layout: Layout, scan: FooterScan) -> tuple[pa.Schema, tuple[tup
             except SchemaError as e:  # name the file: in a big table the column alone does not say which to fix
                 raise SchemaError(f"{e}; first seen in {absolute_path(layout.root, group.first_file)} (nothing was "
                                   "changed)") from e
-    arrow_schema = unify_schemas(layout.root, scan.schemas)
+    arrow_schema = unify_schemas(layout.root, scan.schemas, declared)
     clash = {k for k, _ in layout.partition_keys} & {n.lower() for n in arrow_schema.names}
     if clash:
         raise SchemaError(
             f"column(s) {sorted(clash)} appear both as partition folders and inside the files under {layout.root}; "
             "Hive cannot have a data column and a partition column with the same name"
         )
-    return arrow_schema, tuple((fld.name, arrow_to_hive(fld.type, fld.name)) for fld in arrow_schema)
+    return arrow_schema, tuple((fld.name, _as_declared(arrow_to_hive(fld.type, fld.name), (declared or {}).get(
+        fld.name.lower()))) for fld in arrow_schema)
+
+
+def _as_declared(found: HiveType, declared: HiveType | None) -> HiveType:
+    """A registered column's own type where Spark reads the files' as it (their statistics are then read as the
+    table reads the values), else the files' type (which ``hsh sync`` refuses, naming the files)."""
+    from storage_handler.stats.footers.convert import spark_reads_registered
+
+    return declared if declared is not None and spark_reads_registered(found, declared) else found
 
 
 def _seed(root: str, columns: Sequence[tuple[str, HiveType]], files: FileList, scan: FooterScan,

@@ -50,6 +50,7 @@ from storage_handler.registration.table_spec import (
 from storage_handler.stats import FooterEngine, StatsOptions
 from storage_handler.stats.engines.local import ProgressCallback
 from storage_handler.stats.files.walk import absolute_path
+from storage_handler.stats.footers.convert import spark_reads_registered
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.types import HiveType, parse_hive_type
 
@@ -85,9 +86,11 @@ def plan_sync(
 ) -> SyncPlan:
     table = client.get_table(name.database, name.table)
     conf = s3a_settings(table.parameters)
+    declared = {n.lower(): parse_hive_type(t) for n, t in table_columns(table)}
     dataset = discover(table.sd.location, location=table.sd.location, progress=progress, conf=conf,
                        options=StatsOptions.for_table(table.parameters), footers=footers, engine=engine,
-                       strict=strict, need_schema=False)  # the metastore has the schema: no readable file is fine
+                       strict=strict, need_schema=False,  # the metastore has the schema: no readable file is fine
+                       declared=declared)
     new_columns, orphans = _schema_changes(name, table, dataset, orphans_ok=drop_missing)
     registered = client.get_partitions(name.database, name.table) if dataset.partition_keys else []
     to_add = new_partitions(dataset, table, registered)
@@ -155,12 +158,12 @@ def _schema_changes(name: TableName, table: Any, dataset: Dataset, *, orphans_ok
                 f"it were removed on purpose, `hsh sync {name} --drop-missing` keeps the column (it reads as "
                 "NULL) and drops the partitions that are gone"
             )
-        if str(found[column]) != str(old):
+        if not spark_reads_registered(found[column], old):  # a widening ALTER TABLE made (int to bigint) is fine
             files = _files_with(dataset, column, found[column], s3a_settings(table.parameters))
             raise SchemaError(
                 f"table {name}: column {column!r} is {old} in the metastore but {found[column]} in "
-                f"{', '.join(files[:3])}{' ...' if len(files) > 3 else ''}; type changes are not supported, "
-                "rewrite those files with the table's type"
+                f"{', '.join(files[:3])}{' ...' if len(files) > 3 else ''}, which Spark cannot read as {old}; "
+                "rewrite those files with the table's type (a widening ALTER TABLE, int to bigint say, is fine)"
             )
     return tuple((n, t) for n, t in dataset.columns if n.lower() not in have), tuple(orphans)
 

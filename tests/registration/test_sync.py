@@ -229,3 +229,28 @@ def test_schema_spark_saved_itself_is_left_alone(hms, small_table) -> None:
     assert plan.parameters_to_remove == ()
     apply_sync(hms, plan)
     assert spark_own.items() <= hms.get_table(tn.database, tn.table).parameters.items()
+
+
+def test_a_column_widened_by_alter_table_syncs_new_files_of_the_wider_type(hms, tmp_path: Path) -> None:
+    """`x int` registered from INT32 files, widened to bigint (`ALTER TABLE ... CHANGE x x bigint`), a new folder
+    written with INT64 values beyond int: sync adds it (Spark reads both files as bigint) and the index bounds it
+    as the table reads it; a file of a type bigint cannot read (text) is still refused, naming it."""
+    root = tmp_path / "w"
+    _write(root, "d=1", "a.parquet", pa.table({"x": pa.array([1, 2], pa.int32())}))
+    tn = parse_table_name("sync.widened")
+    apply_registration(hms, plan_registration(hms, tn, str(root)))
+    table = hms.get_table(tn.database, tn.table)
+    table.sd.cols[0].type = "bigint"
+    hms.alter_table(table)
+    _write(root, "d=2", "b.parquet", pa.table({"x": pa.array([3_000_000_000, 4], pa.int64())}))
+    plan = plan_sync(hms, tn)
+    assert len(plan.partitions_to_add) == 1 and plan.new_columns == ()
+    apply_sync(hms, plan)
+    assert sorted(hms.get_partition_names(tn.database, tn.table)) == ["d=1", "d=2"]
+    assert [(c.name, c.type) for c in hms.get_table(tn.database, tn.table).sd.cols] == [("x", "bigint")]
+    rows = load(table.sd.location).table
+    bounds = dict(zip(rows.column("path").to_pylist(), rows.column("max_values").to_pylist(), strict=True))
+    assert bounds["d=2/b.parquet"] == {"x": 3_000_000_000} and bounds["d=1/a.parquet"] == {"x": 2}
+    _write(root, "d=3", "c.parquet", pa.table({"x": ["not a number"]}))
+    with pytest.raises(SchemaError, match=r"'x'.*d=3/c.parquet"):
+        plan_sync(hms, tn)

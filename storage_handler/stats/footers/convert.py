@@ -174,6 +174,28 @@ def spark_reads(source: Source, target: HiveType) -> bool:
     return False
 
 
+def spark_reads_registered(file_type: HiveType, target: HiveType) -> bool:
+    """:func:`spark_reads` for a file column known by the Hive type registration infers from it (``int`` an
+    INT32, ``bigint`` an INT64, ``double`` a DOUBLE, a decimal its own precision and scale): whether a table column
+    of ``target`` reads files whose column registers as ``file_type`` (``hsh sync`` after ``ALTER TABLE``)."""
+    name = file_type.name
+    if file_type == target or str(file_type) == str(target):
+        return True
+    width = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}.get(name)
+    if width is not None:
+        source = Source("int", "INT64" if width == 64 else "INT32", bits=max(width, 32), width=width)
+    elif name in ("float", "double"):
+        source = Source("float", "FLOAT" if name == "float" else "DOUBLE", bits=32 if name == "float" else 64)
+    elif name == "decimal":
+        source = Source("decimal", "FIXED_LEN_BYTE_ARRAY", precision=file_type.precision or 10,
+                        scale=file_type.scale or 0)
+    elif name in ("date", "boolean", "string", "binary"):
+        source = Source({"boolean": "bool"}.get(name, name), "")
+    else:
+        return False  # timestamps, varchar, complex types: only as themselves
+    return spark_reads(source, target)
+
+
 #: table types Spark 4 reads an INT32 file column (signed, or unsigned of 8/16 bits) or a date as
 _INT32_WIDENS = frozenset({"tinyint", "smallint", "int", "bigint", "double", "date"})
 
