@@ -388,7 +388,8 @@ def table_schema(layout: Layout, scan: FooterScan, declared: Mapping[str, HiveTy
     if clash:
         raise SchemaError(
             f"column(s) {sorted(clash)} appear both as partition folders and inside the files under {layout.root}; "
-            "Hive cannot have a data column and a partition column with the same name"
+            "Hive cannot have a data column and a partition column with the same name. Rewrite the files without "
+            "those columns (the folder names hold their values), or rename the folders' keys; nothing was changed"
         )
     return arrow_schema, tuple((fld.name, _as_declared(arrow_to_hive(fld.type, fld.name), (declared or {}).get(
         fld.name.lower()))) for fld in arrow_schema)

@@ -245,3 +245,20 @@ def test_partitions_carry_the_statistics_the_metastore_would_compute(hms, events
     for values, params in ours.items():
         assert {k: params[k] for k in ("numFiles", "totalSize")} == \
             {k: computed[values][k] for k in ("numFiles", "totalSize")}, values
+
+
+def test_a_partition_key_also_inside_the_files_is_refused_saying_what_to_do(hms, tmp_path: Path) -> None:
+    """Files under p=1/ that hold a column p: refused before anything is created, naming the column, the folder
+    and the two ways out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from storage_handler.errors import SchemaError
+
+    (tmp_path / "t" / "p=1").mkdir(parents=True)
+    pq.write_table(pa.table({"p": [1], "x": [2]}), tmp_path / "t" / "p=1" / "f.parquet")
+    tn = parse_table_name("reg.key_inside")
+    with pytest.raises(SchemaError, match=r"\['p'\] appear both as partition folders and inside the files under "
+                                          r".*Rewrite the files without those columns .*rename the folders' keys"):
+        plan_registration(hms, tn, str(tmp_path / "t"))
+    assert not hms.table_exists(tn.database, tn.table)
