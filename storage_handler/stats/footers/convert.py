@@ -135,7 +135,7 @@ def classify(column: Any) -> Source:
 
 def spark_reads(source: Source, target: HiveType) -> bool:
     """Whether Spark's Parquet reader reads a file column of ``source`` as the table type ``target`` (measured
-    on pyspark 3.5, 4.0 and 4.3 with ``spark.read.schema``; ``tests/stats/footers/test_spark_reads.py`` checks it
+    on pyspark 3.5, 4.0 and 4.3 with ``spark.read.schema``; ``tests/compat/test_spark_reads.py`` checks it
     on the line that runs the tests).
 
     Decision: the rules are Spark 4's, whose reader widens (INT32 and dates to ``bigint``/``double``, INT32/INT64
