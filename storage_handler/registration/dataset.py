@@ -52,6 +52,7 @@ from storage_handler.stats.engines.memory import release_memory
 from storage_handler.stats.engines.scan import FooterScan
 from storage_handler.stats.files.file_list import FileList
 from storage_handler.stats.files.walk import DataFile, absolute_path, list_data_files
+from storage_handler.stats.footers.convert import spark_reads_registered
 from storage_handler.stats.index.file_stats import StatsOptions
 from storage_handler.stats.index.layout import stats_errors
 from storage_handler.storage import LOCAL, Storage, parse_location, storage_for
@@ -236,8 +237,6 @@ def unify_schemas(root: str, schemas: Sequence[tuple[pa.Schema, str]],
 
 def _both_read_as(a: pa.DataType, b: pa.DataType, declared: HiveType | None) -> bool:
     """Whether a registered column of type ``declared`` reads file columns of both Arrow types."""
-    from storage_handler.stats.footers.convert import spark_reads_registered
-
     try:
         return declared is not None and all(spark_reads_registered(arrow_to_hive(t), declared) for t in (a, b))
     except SchemaError:
@@ -398,8 +397,6 @@ def table_schema(layout: Layout, scan: FooterScan, declared: Mapping[str, HiveTy
 def _as_declared(found: HiveType, declared: HiveType | None) -> HiveType:
     """A registered column's own type where Spark reads the files' as it (their statistics are then read as the
     table reads the values), else the files' type (which ``hsh sync`` refuses, naming the files)."""
-    from storage_handler.stats.footers.convert import spark_reads_registered
-
     return declared if declared is not None and spark_reads_registered(found, declared) else found
 
 

@@ -50,7 +50,6 @@ from storage_handler.registration.table_spec import (
 from storage_handler.stats import FooterEngine, StatsOptions
 from storage_handler.stats.engines.local import ProgressCallback
 from storage_handler.stats.files.walk import absolute_path
-from storage_handler.stats.footers.convert import spark_reads_registered
 from storage_handler.storage import s3a_settings, storage_for
 from storage_handler.types import HiveType, parse_hive_type
 
@@ -158,7 +157,7 @@ def _schema_changes(name: TableName, table: Any, dataset: Dataset, *, orphans_ok
                 f"it were removed on purpose, `hsh sync {name} --drop-missing` keeps the column (it reads as "
                 "NULL) and drops the partitions that are gone"
             )
-        if not spark_reads_registered(found[column], old):  # a widening ALTER TABLE made (int to bigint) is fine
+        if str(found[column]) != str(old):  # discovery gave the table's own type wherever Spark reads the files
             files = _files_with(dataset, column, found[column], s3a_settings(table.parameters))
             raise SchemaError(
                 f"table {name}: column {column!r} is {old} in the metastore but {found[column]} in "

@@ -179,7 +179,7 @@ def spark_reads_registered(file_type: HiveType, target: HiveType) -> bool:
     INT32, ``bigint`` an INT64, ``double`` a DOUBLE, a decimal its own precision and scale): whether a table column
     of ``target`` reads files whose column registers as ``file_type`` (``hsh sync`` after ``ALTER TABLE``)."""
     name = file_type.name
-    if file_type == target or str(file_type) == str(target):
+    if str(file_type) == str(target):
         return True
     width = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}.get(name)
     if width is not None:
