@@ -110,11 +110,17 @@ public final class HshFileIndex extends FileIndexBase {
    * them is requested at once (see the class comment).
    */
   HshFileIndex withQueryFilters(List<Expression> filters) {
+    HshFileIndex index = filtered(filters, note);
+    if (fixedFiles == null && !filters.isEmpty() && !NO_PREFETCH.get()) index.prefetch();
+    return index;
+  }
+
+  /** This index with other query filters (and {@code note}), keeping what its fixed files' answer is checked by. */
+  private HshFileIndex filtered(List<Expression> filters, String note) {
     HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, note);
     index.answeredAt = answeredAt;
     index.asked = asked;
     index.keptAtPlanning = keptAtPlanning;
-    if (fixedFiles == null && !filters.isEmpty() && !NO_PREFETCH.get()) index.prefetch();
     return index;
   }
 
@@ -277,10 +283,7 @@ public final class HshFileIndex extends FileIndexBase {
    * answers {@code aggregate} for -- asked now (the optimizer shapes the plan by it); the listing reuses it.
    */
   HshFileIndex withAggregateAnswer(List<Expression> filters, ObjectNode request) {
-    HshFileIndex index = new HshFileIndex(session, table, filters, fixedFiles, null);
-    index.answeredAt = answeredAt;
-    index.asked = asked;
-    index.keptAtPlanning = keptAtPlanning;
+    HshFileIndex index = filtered(filters, null);
     Map<Expression, Expression> predicates = canonical(filters, List.of(), List.of());
     long writes = TableWrites.of(table.name);
     JsonNode answer = PruneService.call(session, request, table.name);
