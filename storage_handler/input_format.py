@@ -138,6 +138,24 @@ class ListStatusResult:
     certain: pa.BooleanArray | None = field(default=None, compare=False)
     kept_rows: pa.Table | None = field(default=None, compare=False)  # the kept files' listing + statistics rows
 
+    # list_status(strict=False) left the strict evaluation out; matched() does it
+    strict_pending: bool = field(default=False, compare=False)
+    complete: bool = field(default=False, compare=False)  # the job's filter is known whole (FILTER_COMPLETE)
+
+    def matched(self) -> ListStatusResult:
+        """This result with the strict evaluation done: ``certain`` and the fully-matched metrics filled in.
+
+        Why apart: only answering aggregates needs ``certain`` before the kept files are handed on; for every
+        other scan it feeds two metrics, which the prune service computes after its answer is on its way
+        (``list_status(strict=False)``), off the query's path.
+        """
+        if not self.strict_pending:
+            return self
+        certain = _certain(self.complete, self.evaluator, self.kept_rows)
+        metrics = dataclasses.replace(self.metrics, files_matched_fully=_count(certain) if certain is not None
+                                      else 0, rows_matched_fully=_rows(self.kept_rows, certain))
+        return dataclasses.replace(self, metrics=metrics, certain=certain, strict_pending=False)
+
     @functools.cached_property
     def files(self) -> tuple[FileStatus, ...]:
         columns = [self.kept.batch.column(n).to_pylist() for n in (PATH, SIZE, MODIFICATION_TIME)]
@@ -146,18 +164,18 @@ class ListStatusResult:
             *columns, self.kept.partition_of.to_pylist(), strict=True))
 
 
-def _certain(job_conf: Mapping[str, str], evaluator: PredicateEvaluator | None, rows: pa.Table) -> pa.BooleanArray | None:
+def _certain(complete: bool, evaluator: PredicateEvaluator | None, rows: pa.Table | None) -> pa.BooleanArray | None:
     """Per kept file, whether every row certainly matches; None when the filter is not known whole."""
-    if job_conf.get(FILTER_COMPLETE) != "true":
+    if not complete or rows is None:
         return None
     if evaluator is None:  # no filter: every row of every file matches
         return pa.array(np.ones(rows.num_rows, dtype=bool), pa.bool_())
     return evaluator.certain(rows)
 
 
-def _rows(rows: pa.Table, certain: pa.BooleanArray | None) -> int:
+def _rows(rows: pa.Table | None, certain: pa.BooleanArray | None) -> int:
     """The rows of the fully matched files, as far as the index knows them."""
-    if certain is None or NUM_RECORDS not in rows.column_names:
+    if certain is None or rows is None or NUM_RECORDS not in rows.column_names:
         return 0
     return pc.sum(pc.filter(rows.column(NUM_RECORDS), certain)).as_py() or 0
 
@@ -213,20 +231,21 @@ class ParquetInputFormat:
     """The Python side of ``MapredParquetInputFormat`` with file pruning (``list_status`` + ``get_splits``)."""
 
     def list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None = None, *,
-                    with_index: bool = False) -> ListStatusResult:
+                    with_index: bool = False, strict: bool = True) -> ListStatusResult:
         """The files that may hold matching rows; ``partitions`` replaces the metastore of the job configuration.
 
         ``with_index``: attach the kept files' index rows (``kept_rows``) even when the filter needs none -- what
-        answering aggregates from the index reads.
+        answering aggregates from the index reads. ``strict=False``: leave the strict evaluation (``certain``,
+        the fully-matched metrics) to :meth:`ListStatusResult.matched`.
         """
         with counting() as work:
-            result = self._list_status(job_conf, partitions, with_index)
+            result = self._list_status(job_conf, partitions, with_index, strict)
         metrics = dataclasses.replace(result.metrics, metastore_calls=work[METASTORE_CALLS],
                                       index_loads=work[INDEX_LOADS], index_row_groups_read=work[INDEX_GROUPS_READ])
         return dataclasses.replace(result, metrics=metrics)
 
     def _list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None,
-                     with_index: bool) -> ListStatusResult:
+                     with_index: bool, strict: bool) -> ListStatusResult:
         conf, sarg, evaluator = _compiled(tuple(sorted(job_conf.items())))
         t0 = time.perf_counter()
         storage = storage_for(conf.location, job_conf)
@@ -273,7 +292,8 @@ class ParquetInputFormat:
         t4 = time.perf_counter()
         kept = listed.filter(selection)
         kept_rows = scan.filter(selection)
-        certain = _certain(job_conf, evaluator, kept_rows)
+        complete = job_conf.get(FILTER_COMPLETE) == "true"
+        certain = _certain(complete, evaluator, kept_rows) if strict else None
         metrics = ScanMetrics(
             table=conf.table, sarg=sarg.to_old_string(),
             partitions_total=partitions_total, partitions_kept=partitions_kept,
@@ -284,7 +304,7 @@ class ParquetInputFormat:
             files_without_stats=unknown, index_version=index_version,
             files_kept_unindexed=0 if unindexed is None else _count(unindexed),
             bytes_kept_unindexed=0 if unindexed is None else _sum(pc.filter(sizes, unindexed)),
-            files_matched_fully=0 if certain is None else pc.sum(certain).as_py() or 0,
+            files_matched_fully=0 if certain is None else _count(certain),
             rows_matched_fully=_rows(kept_rows, certain),
             seconds_metastore=t1 - t0, seconds_listing=t2 - t1, seconds_partitions=t3 - t2, seconds_stats=t4 - t3,
         )
@@ -293,7 +313,8 @@ class ParquetInputFormat:
             conf.table, metrics.files_kept, metrics.files_total, metrics.bytes_kept, metrics.bytes_total,
             metrics.files_after_partitions, metrics.sarg,
         )
-        return ListStatusResult(kept, metrics, evaluator, scan, certain, kept_rows)
+        return ListStatusResult(kept, metrics, evaluator, scan, certain, kept_rows, strict_pending=not strict,
+                                complete=complete)
 
     def get_splits(self, job_conf: Mapping[str, str], result: ListStatusResult | None = None) -> list[Split]:
         """One split per kept file (Parquet files are read whole; row groups are pruned when reading)."""

@@ -276,8 +276,23 @@ def run_scenario(sc: Scenario, tmp: str, membership: MembershipSpec | None = Non
                     assert oracle.certainly_matches(row, tree), (
                         f"FALSE CERTAINTY: {rel} was called fully matched but this row does not match in every "
                         f"reading: {row}\n  predicate: {tree}\n  sarg: {sarg.to_old_string()}")
+        if tree is sc.predicates[0]:
+            _check_deferred_strict(location, sc, sarg, result)
         pruned += len(on_disk) - len(kept)
     return pruned
+
+
+def _check_deferred_strict(location: str, sc: Scenario, sarg: SearchArgument, strict: Any) -> None:
+    """The prune service's scan leaves the strict evaluation until its answer is sent
+    (``list_status(strict=False)``, then ``matched()``): the same files certain, the same fully-matched metrics."""
+    lazy = ParquetInputFormat().list_status(configure(location, sc.columns, sc.partitioned, sarg),
+                                            folder_partitions(location, [PARTITION]), strict=False)
+    assert lazy.certain is None and lazy.metrics.files_matched_fully == 0
+    done = lazy.matched()
+    assert done.certain is not None and done.certain.to_pylist() == strict.certain.to_pylist()
+    assert (done.metrics.files_matched_fully, done.metrics.rows_matched_fully) == (
+        strict.metrics.files_matched_fully, strict.metrics.rows_matched_fully)
+    assert done.matched() is done
 
 
 def false_negative_report(root: Path, location: str, sc: Scenario, rel: str, row: dict[str, Any],

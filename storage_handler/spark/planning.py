@@ -57,13 +57,15 @@ def configure(identity: TableIdentity, filters: Sequence[Filter], *, complete: b
 
 
 
-def list_files(configured: Configured, *, path: str, record: bool = True, with_index: bool = False
-               ) -> ListStatusResult:
-    """``list_status`` for a configured scan; with ``record`` its metrics go to the scan log as coming from ``path``."""
+def list_files(configured: Configured, *, path: str, record: bool = True, with_index: bool = False,
+               strict: bool = True) -> ListStatusResult:
+    """``list_status`` for a configured scan; with ``record`` its metrics go to the scan log as coming from ``path``.
+    ``strict=False`` (only without ``record``): see :meth:`~storage_handler.input_format.ListStatusResult.matched`."""
     from storage_handler.input_format import ParquetInputFormat
     from storage_handler.spark.metrics import record_scan
 
-    result = ParquetInputFormat().list_status(configured.job_properties, with_index=with_index)
+    result = ParquetInputFormat().list_status(configured.job_properties, with_index=with_index,
+                                              strict=strict or record)
     if record:
         record_scan({**result.metrics.as_dict(), "path": path, "pushed_filters": list(configured.pushed_filters)})
     return result

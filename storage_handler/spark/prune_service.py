@@ -72,13 +72,19 @@ def answer_line(request: dict[str, Any], deferred: list[Callable[[], None]] | No
     aggregate = request["aggregate"]
     location, configured = _configured(json.dumps([request["table"], request["filters"], request["complete"]],
                                                   sort_keys=True))
-    result = list_files(configured, path=PATH, record=False, with_index=aggregate is not None)
+    # the strict evaluation only where the answer needs it (aggregates); else it only feeds the scan log, after
+    # the answer went out: on a driver's few cores the service's CPU competes with the query it answers
+    result = list_files(configured, path=PATH, record=False, with_index=aggregate is not None,
+                        strict=aggregate is not None or deferred is None)
     if request["record"]:
-        entry = {**result.metrics.as_dict(), "path": PATH, "pushed_filters": list(configured.pushed_filters)}
+        def record() -> None:
+            record_scan({**result.matched().metrics.as_dict(), "path": PATH,
+                         "pushed_filters": list(configured.pushed_filters)})
+
         if deferred is None:
-            record_scan(entry)
+            record()
         else:
-            deferred.append(lambda: record_scan(entry))
+            deferred.append(record)
     metrics = json.dumps(contract.answer_metrics(result.metrics.as_dict()), default=str)
     files = file_rows_json(location, result.kept)
     matched = "null" if aggregate is None else json.dumps(_matched(request["table"], result, aggregate))

@@ -51,6 +51,28 @@ def test_java_request_python_answer_java_reading(spark, table_json: str) -> None
     assert all(Path(uri.removeprefix("file://")).is_file() for uri, _, _ in read)
 
 
+def test_the_scan_log_gets_the_fully_matched_files_after_the_answer(spark, table_json: str) -> None:
+    """The service answers a scan without aggregates before its strict evaluation (off the query's path), and
+    records the fully-matched files and rows in the scan log afterwards, as a scan evaluated at once does."""
+    from storage_handler.spark import last_scan_metrics
+    from storage_handler.spark.prune_service import answer_line
+
+    request = {**json.loads(_relations(spark).scanRequest(spark._jsparkSession, table_json, TABLE,
+                                                          "region = 'eu'")), "record": True}
+    at_once = handle(request)["metrics"]  # no deferred work: recorded before answering, strictly evaluated
+    recorded = last_scan_metrics(TABLE)
+    assert at_once["files_matched_fully"] > 0 and recorded["files_matched_fully"] == at_once["files_matched_fully"]
+    deferred: list = []
+    answer = json.loads(answer_line(request, deferred))
+    assert answer["files"] == handle({**request, "record": False})["files"]
+    assert last_scan_metrics(TABLE)["time"] == recorded["time"]  # nothing recorded before the answer is out
+    for task in deferred:
+        task()
+    later = last_scan_metrics(TABLE)
+    assert (later["files_matched_fully"], later["rows_matched_fully"]) == (
+        at_once["files_matched_fully"], at_once["rows_matched_fully"])
+
+
 @pytest.mark.parametrize("uri", [
     "file:///work/t/d=1/part-0.parquet", "file:///a b/c%41/é.parquet", "file:///x/a:b?c#d.parquet",
     "s3a://bucket/k/d=__HIVE_DEFAULT_PARTITION__/f", "s3a://bucket/f", "file:///x//y", "file:///x/y/", "rel/x",
