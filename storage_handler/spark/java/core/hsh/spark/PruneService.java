@@ -88,7 +88,7 @@ final class PruneService {
    * names it; a session whose own value differs is refused, naming both, and nothing is run.
    */
   private static String python(SparkSession session, String table) {
-    SparkConf conf = session.sparkContext().getConf();
+    SparkConf conf = session.sparkContext().conf(); // the driver's own (getConf() copies it: once per query)
     String env = System.getenv("PYSPARK_PYTHON");
     String configured = conf.get(PYTHON, conf.get("spark.pyspark.python", env == null ? "python3" : env));
     String asked = session.conf().get(PYTHON, configured);
