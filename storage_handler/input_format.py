@@ -210,16 +210,24 @@ def attach_index(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, pa.A
     and version tag) instead of their count: the scan's lag metrics need to know which."""
     if index is None or index.num_rows == 0:
         return scan, pa.array(np.zeros(scan.num_rows, dtype=bool), pa.bool_())
-    positions, _ = index_rows(scan.column(PATH), index.column(PATH))
+    positions, aligned = index_rows(scan.column(PATH), index.column(PATH))
+
+    def rows(column: str) -> pa.Array | pa.ChunkedArray:  # the index's rows in the scan's order
+        return index.column(column) if aligned else pc.take(index.column(column), positions)
+
     fresh = pa.scalar(True)
     for column in (SIZE, MODIFICATION_TIME, VERSION_TAG):  # all must match; a null never does
-        fresh = pc.and_kleene(fresh, pc.equal(pc.take(index.column(column), positions), scan.column(column)))
+        fresh = pc.and_kleene(fresh, pc.equal(rows(column), scan.column(column)))
     fresh = pc.fill_null(fresh, False)
-    positions = pc.if_else(fresh, positions, pa.scalar(None, positions.type))
+    # the usual case -- the index describes exactly the listed files, unchanged -- takes no row: its columns are
+    # the scan's as they are (a take of the statistics structs was most of this function's time)
+    if not (aligned and pc.all(fresh).as_py()):
+        positions = pc.if_else(fresh, positions, pa.scalar(None, positions.type))
+        aligned = False
     out = scan
     for name in STATS_COLUMNS:
         if name in index.column_names:
-            out = out.append_column(name, pc.take(index.column(name), positions))
+            out = out.append_column(name, rows(name))
     return out, one_array(fresh)
 
 

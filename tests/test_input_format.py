@@ -49,6 +49,37 @@ def test_attach_stats_keeps_unknown_and_changed_files_without_stats() -> None:
     assert unknown == 5
 
 
+_FILE = st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from(["t1", "t2", None]))
+
+
+@given(st.dictionaries(st.sampled_from("abcdefgh"), _FILE, max_size=8),
+       st.dictionaries(st.sampled_from("abcdefgh"), _FILE, max_size=8), st.booleans())
+def test_attach_stats_trusts_exactly_the_unchanged_files(listed: dict[str, tuple[int, int, str | None]],
+                                                         indexed: dict[str, tuple[int, int, str | None]],
+                                                         same_files: bool) -> None:
+    """Against a row-by-row reading: a file gets its index row's statistics only when the index has a row for
+    its path with the same size, modification time and (non-null) version tag -- whether or not the index holds
+    exactly the listed files in their order (the case that takes no row, :func:`attach_index`)."""
+    if same_files:  # the usual case: the index names exactly the listed files, most of them unchanged
+        indexed = {p: indexed.get(p, f) for p, f in listed.items()}
+    files = [DataFile(p, size, mtime, {}, tag) for p, (size, mtime, tag) in sorted(listed.items())]
+    paths = sorted(indexed)
+    index = pa.table({
+        "path": pa.array(paths, pa.string()), "size": pa.array([indexed[p][0] for p in paths], pa.int64()),
+        "modification_time": pa.array([indexed[p][1] for p in paths], pa.int64()),
+        "version_tag": pa.array([indexed[p][2] for p in paths], pa.string()),
+        "num_records": pa.array(range(100, 100 + len(paths)), pa.int64()),
+    })
+    scan, unknown = attach_stats(scan_batch(files), index)
+    expected = [100 + paths.index(f.path) if f.path in indexed and f.version is not None
+                and indexed[f.path] == (f.size, f.mtime_ms, f.version) else None for f in files]
+    if not index.num_rows:
+        assert "num_records" not in scan.column_names and unknown == len(files)
+        return
+    assert scan.column("num_records").to_pylist() == expected
+    assert unknown == expected.count(None)
+
+
 def test_a_rewrite_keeping_size_and_mtime_is_not_trusted(tmp_path: Path) -> None:
     """`cp -p` / `rsync -t` of other content over an indexed file: same size, same mtime, new rows.
 

@@ -18,6 +18,7 @@ The table's columns (name + Hive type, so ``varchar(10)`` survives) ride in the 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -109,12 +110,18 @@ def columns_of(schema: pa.Schema) -> tuple[tuple[str, HiveType], ...]:
     """The indexed columns an index table was built for (from its metadata, else from its struct types)."""
     raw = (schema.metadata or {}).get(COLUMNS_KEY)
     if raw is not None:
-        try:
-            return tuple((str(n), parse_hive_type(str(t))) for n, t in json.loads(raw))
-        except (ValueError, TypeError, SchemaError) as exc:
-            raise StatsIndexError(f"index metadata {COLUMNS_KEY.decode()} is corrupt ({exc})") from exc
+        return _declared_columns(raw)
     bounds = schema.field(MIN_VALUES).type
     return tuple((bounds.field(i).name, arrow_to_hive(bounds.field(i).type)) for i in range(bounds.num_fields))
+
+
+@functools.lru_cache(maxsize=256)
+def _declared_columns(raw: bytes) -> tuple[tuple[str, HiveType], ...]:
+    """The columns recorded in an index's metadata (parsed once per text: every query of a table reads them)."""
+    try:
+        return tuple((str(n), parse_hive_type(str(t))) for n, t in json.loads(raw))
+    except (ValueError, TypeError, SchemaError) as exc:
+        raise StatsIndexError(f"index metadata {COLUMNS_KEY.decode()} is corrupt ({exc})") from exc
 
 
 def options_of(schema: pa.Schema) -> StatsOptions:
