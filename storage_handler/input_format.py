@@ -280,12 +280,15 @@ class ParquetInputFormat:
         index_version = None
         unknown = scan.num_rows if evaluator is None else 0
         unindexed: pa.Array | None = None  # files statistics were asked about but the index has no trusted row for
-        if evaluator is None:
+        reads_statistics = evaluator is not None and _reads_statistics(evaluator)
+        if evaluator is None or (reads_statistics and not keys):
+            # no filter, or no partition column to decide anything by before the statistics are attached (the
+            # evaluation with them below can only keep fewer files than one without them)
             selection = after_parts = pa.array(np.ones(scan.num_rows, dtype=bool), pa.bool_())
         else:
             after_parts = evaluator.eval(scan)
         t3 = time.perf_counter()
-        if with_index or (evaluator is not None and _reads_statistics(evaluator)):
+        if with_index or reads_statistics:
             wanted = membership_columns(evaluator.bound) if evaluator is not None else frozenset()
             snapshot = load_index(conf.location, prefixes, wanted, conf=job_conf, cached=True)
             index_version = snapshot.version if snapshot else None
@@ -293,7 +296,7 @@ class ParquetInputFormat:
             unknown = scan.num_rows - _count(fresh)
             if evaluator is not None:
                 selection = evaluator.eval(scan, after_parts)
-                if _reads_statistics(evaluator):
+                if reads_statistics:
                     unindexed = pc.and_(selection, pc.invert(fresh))
         elif evaluator is not None:  # no leaf on a data column: statistics cannot change the answer
             selection = after_parts

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from storage_handler.catalog import ScanFiles
 from storage_handler.input_format import FileStatus
-from storage_handler.spark.planning import file_rows, file_rows_json
+from storage_handler.spark.planning import columnar_rows_json, file_rows, file_rows_json
 from tests.helpers import examples
 
 # "." and ".." name no file (a listing never returns them, and a location refuses them)
@@ -37,6 +37,7 @@ def test_answer_text_reads_as_the_row_form(location: str, files: list) -> None: 
     rows = [(folder + name.replace("/", "_"), size, mtime, value) for folder, name, size, mtime, value in files]
     kept = kept_of(rows)
     statuses = [FileStatus(path, size, mtime, (("d", value),)) for path, size, mtime, value in rows]
-    text = file_rows_json(location, kept)
-    assert "\n" not in text  # one answer, one line
-    assert json.loads(text) == json.loads(json.dumps(file_rows(location, statuses)))
+    expected = json.loads(json.dumps(file_rows(location, statuses)))
+    for text in (file_rows_json(location, kept), columnar_rows_json(location, kept)):  # few files, and many
+        assert "\n" not in text  # one answer, one line
+        assert json.loads(text) == expected
