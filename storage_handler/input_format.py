@@ -138,8 +138,6 @@ class ListStatusResult:
     certain: pa.BooleanArray | None = field(default=None, compare=False)
     kept_rows: pa.Table | None = field(default=None, compare=False)  # the kept files' listing + statistics rows
 
-    # list_status(strict=False) left the strict evaluation out; matched() does it
-    strict_pending: bool = field(default=False, compare=False)
     complete: bool = field(default=False, compare=False)  # the job's filter is known whole (FILTER_COMPLETE)
 
     def matched(self) -> ListStatusResult:
@@ -147,35 +145,37 @@ class ListStatusResult:
 
         Why apart: only answering aggregates needs ``certain`` before the kept files are handed on; for every
         other scan it feeds two metrics, which the prune service computes after its answer is on its way
-        (``list_status(strict=False)``), off the query's path.
+        (``list_status(strict=False)``), off the query's path. A filter not known whole has no certain file.
         """
-        if not self.strict_pending:
+        if self.certain is not None or not self.complete or self.kept_rows is None:
             return self
-        certain = _certain(self.complete, self.evaluator, self.kept_rows)
-        metrics = dataclasses.replace(self.metrics, files_matched_fully=_count(certain) if certain is not None
-                                      else 0, rows_matched_fully=_rows(self.kept_rows, certain))
-        return dataclasses.replace(self, metrics=metrics, certain=certain, strict_pending=False)
+        certain = _certain(self.evaluator, self.kept_rows)
+        metrics = dataclasses.replace(self.metrics, files_matched_fully=_count(certain),
+                                      rows_matched_fully=_rows(self.kept_rows, certain))
+        return dataclasses.replace(self, metrics=metrics, certain=certain)
 
     @functools.cached_property
     def files(self) -> tuple[FileStatus, ...]:
-        columns = [self.kept.batch.column(n).to_pylist() for n in (PATH, SIZE, MODIFICATION_TIME)]
-        partitions = self.kept.partitions
-        return tuple(FileStatus(path, size, mtime, partitions[part]) for path, size, mtime, part in zip(
-            *columns, self.kept.partition_of.to_pylist(), strict=True))
+        return file_statuses(self.kept)
 
 
-def _certain(complete: bool, evaluator: PredicateEvaluator | None, rows: pa.Table | None) -> pa.BooleanArray | None:
-    """Per kept file, whether every row certainly matches; None when the filter is not known whole."""
-    if not complete or rows is None:
-        return None
+def file_statuses(kept: ScanFiles) -> tuple[FileStatus, ...]:
+    """The kept files as one :class:`FileStatus` each (what callers that go file by file take)."""
+    columns = [kept.batch.column(n).to_pylist() for n in (PATH, SIZE, MODIFICATION_TIME)]
+    return tuple(FileStatus(path, size, mtime, kept.partitions[part]) for path, size, mtime, part in zip(
+        *columns, kept.partition_of.to_pylist(), strict=True))
+
+
+def _certain(evaluator: PredicateEvaluator | None, rows: pa.Table) -> pa.BooleanArray:
+    """Per kept file, whether every row certainly matches (the filter being known whole)."""
     if evaluator is None:  # no filter: every row of every file matches
         return pa.array(np.ones(rows.num_rows, dtype=bool), pa.bool_())
     return evaluator.certain(rows)
 
 
-def _rows(rows: pa.Table | None, certain: pa.BooleanArray | None) -> int:
+def _rows(rows: pa.Table, certain: pa.BooleanArray) -> int:
     """The rows of the fully matched files, as far as the index knows them."""
-    if certain is None or rows is None or NUM_RECORDS not in rows.column_names:
+    if NUM_RECORDS not in rows.column_names:
         return 0
     return pc.sum(pc.filter(rows.column(NUM_RECORDS), certain)).as_py() or 0
 
@@ -212,22 +212,22 @@ def attach_index(scan: pa.Table, index: pa.Table | None) -> tuple[pa.Table, pa.A
         return scan, pa.array(np.zeros(scan.num_rows, dtype=bool), pa.bool_())
     positions, aligned = index_rows(scan.column(PATH), index.column(PATH))
 
-    def rows(column: str) -> pa.Array | pa.ChunkedArray:  # the index's rows in the scan's order
-        return index.column(column) if aligned else pc.take(index.column(column), positions)
+    def rows(column: str, at: pa.Array | None) -> pa.Array | pa.ChunkedArray:
+        """The index's rows at positions ``at`` (None: its rows as they are, already in the scan's order)."""
+        return index.column(column) if at is None else pc.take(index.column(column), at)
 
     fresh = pa.scalar(True)
     for column in (SIZE, MODIFICATION_TIME, VERSION_TAG):  # all must match; a null never does
-        fresh = pc.and_kleene(fresh, pc.equal(rows(column), scan.column(column)))
+        fresh = pc.and_kleene(fresh, pc.equal(rows(column, None if aligned else positions), scan.column(column)))
     fresh = pc.fill_null(fresh, False)
     # the usual case -- the index describes exactly the listed files, unchanged -- takes no row: its columns are
     # the scan's as they are (a take of the statistics structs was most of this function's time)
-    if not (aligned and pc.all(fresh).as_py()):
-        positions = pc.if_else(fresh, positions, pa.scalar(None, positions.type))
-        aligned = False
+    trusted = None if aligned and pc.all(fresh).as_py() else pc.if_else(fresh, positions,
+                                                                       pa.scalar(None, positions.type))
     out = scan
     for name in STATS_COLUMNS:
         if name in index.column_names:
-            out = out.append_column(name, rows(name))
+            out = out.append_column(name, rows(name, trusted))
     return out, one_array(fresh)
 
 
@@ -247,13 +247,14 @@ class ParquetInputFormat:
         the fully-matched metrics) to :meth:`ListStatusResult.matched`.
         """
         with counting() as work:
-            result = self._list_status(job_conf, partitions, with_index, strict)
+            result = self._list_status(job_conf, partitions, with_index)
         metrics = dataclasses.replace(result.metrics, metastore_calls=work[METASTORE_CALLS],
                                       index_loads=work[INDEX_LOADS], index_row_groups_read=work[INDEX_GROUPS_READ])
-        return dataclasses.replace(result, metrics=metrics)
+        result = dataclasses.replace(result, metrics=metrics)
+        return result.matched() if strict else result
 
     def _list_status(self, job_conf: Mapping[str, str], partitions: PartitionSource | None,
-                     with_index: bool, strict: bool) -> ListStatusResult:
+                     with_index: bool) -> ListStatusResult:
         conf, sarg, evaluator = _compiled(tuple(sorted(job_conf.items())))
         t0 = time.perf_counter()
         storage = storage_for(conf.location, job_conf)
@@ -303,8 +304,6 @@ class ParquetInputFormat:
         t4 = time.perf_counter()
         kept = listed.filter(selection)
         kept_rows = scan.filter(selection)
-        complete = job_conf.get(FILTER_COMPLETE) == "true"
-        certain = _certain(complete, evaluator, kept_rows) if strict else None
         metrics = ScanMetrics(
             table=conf.table, sarg=sarg.to_old_string(),
             partitions_total=partitions_total, partitions_kept=partitions_kept,
@@ -315,8 +314,6 @@ class ParquetInputFormat:
             files_without_stats=unknown, index_version=index_version,
             files_kept_unindexed=0 if unindexed is None else _count(unindexed),
             bytes_kept_unindexed=0 if unindexed is None else _sum(pc.filter(sizes, unindexed)),
-            files_matched_fully=0 if certain is None else _count(certain),
-            rows_matched_fully=_rows(kept_rows, certain),
             seconds_metastore=t1 - t0, seconds_listing=t2 - t1, seconds_partitions=t3 - t2, seconds_stats=t4 - t3,
         )
         log.info(
@@ -324,8 +321,8 @@ class ParquetInputFormat:
             conf.table, metrics.files_kept, metrics.files_total, metrics.bytes_kept, metrics.bytes_total,
             metrics.files_after_partitions, metrics.sarg,
         )
-        return ListStatusResult(kept, metrics, evaluator, scan, certain, kept_rows, strict_pending=not strict,
-                                complete=complete)
+        return ListStatusResult(kept, metrics, evaluator, scan, None, kept_rows,
+                                complete=job_conf.get(FILTER_COMPLETE) == "true")
 
     def get_splits(self, job_conf: Mapping[str, str], result: ListStatusResult | None = None) -> list[Split]:
         """One split per kept file (Parquet files are read whole; row groups are pruned when reading)."""

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from storage_handler.catalog import ScanFiles
 from storage_handler.decode.filters import Filter
-from storage_handler.input_format import FileStatus, ListStatusResult
+from storage_handler.input_format import FileStatus, ListStatusResult, file_statuses
 from storage_handler.spark.table_props import TableIdentity
 from storage_handler.stats.columns import MODIFICATION_TIME, PATH, SIZE
 
@@ -100,11 +100,7 @@ def file_rows_json(location: str, kept: ScanFiles) -> str:
     :func:`columnar_rows_json`."""
     if kept.num_rows > FEW_FILES:
         return columnar_rows_json(location, kept)
-    batch = kept.batch
-    statuses = [FileStatus(path, size, mtime, kept.partitions[part]) for path, size, mtime, part in zip(
-        batch.column(PATH).to_pylist(), batch.column(SIZE).to_pylist(), batch.column(MODIFICATION_TIME).to_pylist(),
-        kept.partition_of.to_pylist(), strict=True)]
-    return json.dumps(file_rows(location, statuses), ensure_ascii=False)
+    return json.dumps(file_rows(location, file_statuses(kept)), ensure_ascii=False)
 
 
 def columnar_rows_json(location: str, kept: ScanFiles) -> str:
