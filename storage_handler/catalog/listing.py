@@ -51,7 +51,8 @@ from storage_handler.storage import (
     parse_location,
     storage_for,
 )
-from storage_handler.storage.native_listing import FolderFiles, native_lister
+from storage_handler.storage.native_listing import FolderFiles, NativeLister, native_lister
+from storage_handler.storage.watched import watched_listings
 
 log = logging.getLogger(__name__)
 # Local disk in Python: serial (threads only contend for the GIL). Remote stores: a bounded pool, each listing a
@@ -156,7 +157,9 @@ def _list_natively(folders: Sequence[Location], storage: Storage | None,
                    threads: int | None) -> FolderFiles | None:
     """The files of local ``folders`` listed by the C lister (:mod:`storage_handler.storage.native_listing`), in
     up to :data:`NATIVE_THREADS` contiguous runs of folders at once (no GIL is held in C); None where it does not
-    apply (a remote folder, a storage other than the local one passed in, no compiler) or a name is not UTF-8."""
+    apply (a remote folder, a storage other than the local one passed in, no compiler) or a name is not UTF-8.
+    Folders nothing changed in since they were last listed are not listed again (:mod:`storage_handler.storage.
+    watched`: the kernel says when something changes)."""
     if not folders or any(f.kind != LOCAL for f in folders) or (
             storage is not None and not isinstance(storage, LocalStorage)):
         return None
@@ -164,6 +167,13 @@ def _list_natively(folders: Sequence[Location], storage: Storage | None,
     if lister is None:
         return None
     paths = [local_path(f.uri) for f in folders]
+    watched = watched_listings()
+    if watched is None:
+        return _list_runs(lister, paths, threads)
+    return watched.list_folders(paths, lambda asked: _list_runs(lister, asked, threads))
+
+
+def _list_runs(lister: NativeLister, paths: Sequence[str], threads: int | None) -> FolderFiles | None:
     runs = min(threads or NATIVE_THREADS, NATIVE_THREADS, max(1, len(paths) // NATIVE_RUN_FOLDERS))
     if runs <= 1:
         return lister.list_folders(paths)
