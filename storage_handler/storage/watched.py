@@ -23,7 +23,9 @@ anyway): a watch is never dropped while a listing that relies on it is being mad
 
 Two changes no watch on the folder sees, both foreign to how Hive, Spark and Parquet writers write files: a file
 written through a memory mapping, and a file that is also linked from another folder and changed through that
-other name. ``HSH_WATCH_LISTINGS=0`` turns the whole mechanism off (every call lists, as before).
+other name. (A new link from another folder moves the file's change time, its version tag, without an event
+here either; its contents are unchanged, so the index trusting its row stays right.) ``HSH_WATCH_LISTINGS=0``
+turns the whole mechanism off (every call lists, as before).
 """
 
 from __future__ import annotations
