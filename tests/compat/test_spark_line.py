@@ -121,6 +121,17 @@ def test_the_session_catalog_reuses_a_definition_until_the_metastore_changes(spa
     assert checks() == [0]
 
 
+def test_a_held_table_s_name_is_parsed_for_the_session_catalog(spark, typed: Path) -> None:  # noqa: ANN001
+    """``QualifiedNames`` on this line: the parser proxy forwards every method of this line's parser, and the
+    rewritten name reads the same rows."""
+    where = WHERES[0]
+    _counts(spark, TABLE, where)  # the session catalog holds the table from here on
+    parsed = spark._jsparkSession.sessionState().sqlParser().parsePlan(f"SELECT * FROM {TABLE}").toString()
+    assert "[spark_catalog, compat, typed]" in parsed
+    assert _counts(spark, TABLE, where) == _expected_counts(typed)[where]
+    assert spark._jsparkSession.sessionState().sqlParser().parseExpression("c_bigint + 1").toString() == "('c_bigint + 1)"
+
+
 @pytest.mark.parametrize("where", ["region = 'eu' OR c_bigint > 400",
                                    "upper(region) = 'EU'"])  # evaluated on partition values (PartitionConjuncts)
 def test_aggregates_from_the_index_in_the_driver_and_in_spark_s_plan(spark, typed: Path, where: str) -> None:  # noqa: ANN001

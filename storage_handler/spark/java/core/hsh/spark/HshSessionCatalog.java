@@ -110,6 +110,16 @@ public final class HshSessionCatalog extends DelegatingCatalogExtension {
     return table;
   }
 
+  /** Whether this driver has found {@code db.table} registered (resolved it through this catalog before). */
+  static boolean holds(String db, String table) {
+    return HELD.containsKey(key(db, table));
+  }
+
+  /** Whether {@link #holds} can be true for any table (a cheap test before looking at a statement's names). */
+  static boolean holdsAny() {
+    return !HELD.isEmpty();
+  }
+
   /**
    * The session's settings a definition depends on: all but the handler's own ({@code spark.hsh.*}, which never
    * change how Spark reads a table's definition), so that toggling one of those does not make the definition anew.
