@@ -129,7 +129,8 @@ def test_a_held_table_s_name_is_parsed_for_the_session_catalog(spark, typed: Pat
     parsed = spark._jsparkSession.sessionState().sqlParser().parsePlan(f"SELECT * FROM {TABLE}").toString()
     assert "[spark_catalog, compat, typed]" in parsed
     assert _counts(spark, TABLE, where) == _expected_counts(typed)[where]
-    assert spark._jsparkSession.sessionState().sqlParser().parseExpression("c_bigint + 1").toString() == "('c_bigint + 1)"
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    assert parser.parseExpression("c_bigint + 1").toString() == "('c_bigint + 1)"
 
 
 @pytest.mark.parametrize("where", ["region = 'eu' OR c_bigint > 400",

@@ -4,7 +4,8 @@ database, throwing two exceptions, on every query).
 
 What can fail: a name left two-part costs every query the search (the parsed plan shows it); a name rewritten where
 the current catalog is another, where the database's name is a catalog, or in an ``INSERT``'s target, a view's
-text or a statement that switches catalogs (``SET CATALOG``, a script) would read or write another table than the one written.
+text or a statement that switches catalogs (``SET CATALOG``, a script) would read or write another table than the
+one written.
 """
 
 from __future__ import annotations

@@ -30,13 +30,13 @@ import scala.runtime.AbstractPartialFunction;
  * catalog. So the name is rewritten only when all of these hold at parse time: the current catalog is the session
  * catalog ({@code spark_catalog}); no {@code spark.sql.catalog.<db>} setting makes the first part a catalog; it is
  * not the global temporary views' database; the statement cannot change the current catalog before it reads
- * ({@code USE}, {@code SET CATALOG}, a SQL script); and {@link HshSessionCatalog} holds the table (a registered table this
- * driver has already resolved). Every other name, statement and table is parsed exactly as Spark parses it. Only
- * relations read by the statement are rewritten (an {@code INSERT}'s target is not a child of the statement); a
- * view's text is parsed by {@code parseQuery}, which is left alone, so a view resolves in the catalog it was made
- * in. A {@code WITH} clause's definitions are not the statement's children and keep their names too (no saving
- * there, the same table). The one visible difference: {@code EXPLAIN EXTENDED}'s parsed plan shows the three-part
- * name, which the analyzed plan shows in either case.
+ * ({@code USE}, {@code SET CATALOG}, a SQL script); and {@link HshSessionCatalog} holds the table (a registered
+ * table this driver has already resolved). Every other name, statement and table is parsed exactly as Spark parses
+ * it. Only relations read by the statement are rewritten (an {@code INSERT}'s target is not a child of the
+ * statement); a view's text is parsed by {@code parseQuery}, which is left alone, so a view resolves in the catalog
+ * it was made in. A {@code WITH} clause's definitions are not the statement's children and keep their names too (no
+ * saving there, the same table). The one visible difference: {@code EXPLAIN EXTENDED}'s parsed plan shows the
+ * three-part name, which the analyzed plan shows in either case.
  *
  * <p>The wrapper is a {@link Proxy} over {@link ParserInterface} rather than a class implementing it: the
  * interface gains methods in nearly every Spark release (4.3 alone added two), and a compiled delegate would need a
@@ -117,8 +117,8 @@ final class QualifiedNames {
   /**
    * Whether running {@code plan} may change the current catalog before it reads: a SQL script (Spark 4's compound
    * statements, run one by one), or a node that sets the catalog ({@code USE}: {@code SetCatalogAndNamespace};
-   * {@code SET CATALOG}: {@code SetCatalogCommand}). By class name: the script and command classes differ from line
-   * to line, and a name that merely looks alike costs only the saving, never the right table.
+   * {@code SET CATALOG}: {@code SetCatalogCommand}). By class name: the script and command classes differ from
+   * line to line, and a name that merely looks alike costs only the saving, never the right table.
    */
   private static boolean mayChangeCatalog(LogicalPlan plan) {
     if (plan.getClass().getSimpleName().toLowerCase(Locale.ROOT).startsWith("compound")) return true;
