@@ -13,7 +13,9 @@ called by ``conftest.py``) and run while the rest of the suite does; the tests b
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,13 +137,24 @@ def observed(chain: str, step: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- the scenarios
 def _kill_mid_command(bg: _Background, ms: KillableMetastore, proc: Any, db: str, table: str) -> int:
-    """Wait until the command has added some partitions, then SIGKILL the metastore; returns the count seen."""
+    """Wait until the command has added some partitions, then SIGKILL the metastore; returns the count seen.
+
+    The command is paused (SIGSTOP, by its PID) for every count and resumed after it: a count made while four
+    connections add partitions can wait on the metastore's locks until they are done (CI once saw its first count
+    at 2,000 of 2,000), so the command only runs between counts and the kill lands while it is still adding.
+    """
     def enough() -> int:
-        n = partition_count(ms.uri, db, table)
-        return n if n >= KILL_AFTER else 0
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            n = partition_count(ms.uri, db, table)
+            if n < KILL_AFTER:
+                return 0
+            ms.kill()  # while the command is paused: nothing it sends can be half-answered by a live metastore
+            return n
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
 
     seen = int(wait_until(enough, f"{KILL_AFTER} partitions in {db}.{table}", timeout=300, interval=0.05, proc=proc))
-    ms.kill()
     bg.log(f"{table}: killed the metastore (pid {ms.pid}) at {seen} partitions")
     return seen
 
