@@ -101,11 +101,17 @@ def test_killed_between_queries(spark, table: str) -> None:
 
 
 def test_python_that_does_not_exist(spark, table: str, driver_python: Callable[[str], None], tmp_path: Path) -> None:
-    """`spark.hsh.python` names no program: the query fails naming the table and the setting; fixing it heals."""
+    """`spark.hsh.python` names no program: the query fails with PySpark's own one-line error (not a Py4J trace)
+    naming the table, the setting, its value and the cause; fixing it heals."""
+    from pyspark.errors import IllegalArgumentException
+
     before = spark.sparkContext._jsc.sc().conf().get("spark.hsh.python")
-    driver_python(str(tmp_path / "no-such-python"))
-    with pytest.raises(Exception, match=rf"{TABLE}.*spark\.hsh\.python"):
+    missing = tmp_path / "no-such-python"
+    driver_python(str(missing))
+    with pytest.raises(IllegalArgumentException) as failed:
         spark.sql(QUERY).collect()
+    assert f"cannot plan the scan of {TABLE}: spark.hsh.python is '{missing}', which cannot be run (error=2, No such " \
+           "file or directory)" in str(failed.value)
     driver_python(before)
     assert spark.sql(QUERY).collect()[0][0] == 1
 

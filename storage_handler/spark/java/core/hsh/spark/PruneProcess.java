@@ -37,7 +37,7 @@ final class PruneProcess {
 
   /** The answer line to {@code line}; an IOException leaves this process stopped (the next call restarts it). */
   String exchange(String line) throws IOException {
-    if (process == null || !process.isAlive()) start();
+    if (process == null || !process.isAlive()) start(); // CannotRun: nothing started, nothing to stop
     String answer;
     try {
       requests.write(line);
@@ -58,10 +58,22 @@ final class PruneProcess {
     return answer;
   }
 
+  /** The program named cannot be run at all (no such file, not executable): a setting to fix, not a crash. */
+  static final class CannotRun extends IOException {
+    CannotRun(IOException cause) {
+      // ProcessBuilder says "Cannot run program \"<path>\": error=2, No such file or directory"; the why is its cause
+      super(cause.getCause() != null ? cause.getCause().getMessage() : cause.getMessage(), cause);
+    }
+  }
+
   private void start() throws IOException {
     ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
     kerberosEnvironment(builder.environment());
-    process = builder.start();
+    try {
+      process = builder.start();
+    } catch (IOException e) {
+      throw new CannotRun(e);
+    }
     requests = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
     answers = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
   }

@@ -140,6 +140,12 @@ final class PruneService {
         JsonNode answer;
         try {
           answer = MAPPER.readTree(process.exchange(line));
+        } catch (PruneProcess.CannotRun e) {
+          // IllegalArgumentException: PySpark turns it into its own one-line error instead of a Py4J trace
+          throw new IllegalArgumentException("hsh: cannot plan the scan of " + table + ": " + PYTHON + " is '"
+              + command.get(0) + "', which cannot be run (" + e.getMessage() + "). Set " + PYTHON + " in the"
+              + " driver's Spark configuration to a Python with hive-storage-handler installed (in the Python that"
+              + " runs the driver: sys.executable)", e);
         } catch (IOException e) {
           last = e;
           process.stop(); // an answer that is not JSON leaves the stream out of step: start afresh
