@@ -142,7 +142,7 @@ final class PruneService {
           answer = MAPPER.readTree(process.exchange(line));
         } catch (PruneProcess.CannotRun e) {
           // IllegalArgumentException: PySpark turns it into its own one-line error instead of a Py4J trace
-          throw new IllegalArgumentException("hsh: cannot plan the scan of " + table + ": " + PYTHON + " is '"
+          throw new IllegalArgumentException("hsh: cannot " + doing + " " + table + ": " + PYTHON + " is '"
               + command.get(0) + "', which cannot be run (" + e.getMessage() + "). Set " + PYTHON + " in the"
               + " driver's Spark configuration to a Python with hive-storage-handler installed (in the Python that"
               + " runs the driver: sys.executable)", e);
