@@ -308,14 +308,15 @@ def _code(exc: BaseException) -> str:
 
 def _arrow_s3(config: S3Config) -> pafs.S3FileSystem:
     """pyarrow's S3 file system for ``config``. pyarrow before 16 has no ``force_virtual_addressing``: it
-    addresses AWS itself by virtual host and a custom endpoint by path, which serves every configuration but a
-    custom endpoint that must be addressed by virtual host (refused in one line, naming the fix)."""
+    addresses AWS itself by virtual host and any endpoint set explicitly by path, which serves every configuration
+    (AWS's own endpoints answer path-style requests too) but a custom endpoint that must be addressed by virtual
+    host (refused in one line, naming the fix)."""
     args: dict[str, Any] = {"region": config.region, "endpoint_override": config.endpoint_host,
                             "scheme": config.endpoint_scheme}
     try:
         return pafs.S3FileSystem(**args, force_virtual_addressing=not config.path_style)
     except TypeError:  # pyarrow < 16
-        if config.endpoint_host and not config.path_style:
+        if config.endpoint_host and not config.path_style and not config.is_aws:
             raise ConfigurationError(
                 f"the S3 endpoint {config.endpoint_host} is configured for virtual-hosted addressing "
                 f"(fs.s3a.path.style.access=false), which pyarrow {pa.__version__} cannot do: install pyarrow 16 "

@@ -31,6 +31,32 @@ def test_endpoint_precedence_and_path_style():
     assert resolve("lake", {"fs.s3a.endpoint.region": "ap-south-1"}, env).region == "ap-south-1"
 
 
+@pytest.mark.parametrize("endpoint, region", [
+    ("https://s3.eu-west-1.amazonaws.com", "eu-west-1"), ("s3-eu-west-1.amazonaws.com", "eu-west-1"),
+    ("https://s3.dualstack.us-east-2.amazonaws.com", "us-east-2"),
+    ("https://s3-fips.us-gov-west-1.amazonaws.com", "us-gov-west-1"),
+    ("https://bucket.vpce-1a2b3c4d-5e6f.s3.ap-south-1.vpce.amazonaws.com", "ap-south-1"),
+    ("https://my-eu-central-1-bucket.s3.ap-northeast-1.amazonaws.com:443", "ap-northeast-1"),
+    ("https://myap-123456789012.s3-accesspoint.us-west-2.amazonaws.com", "us-west-2"),
+    ("https://s3.cn-north-1.amazonaws.com.cn", "cn-north-1"),
+    ("https://S3.EU-WEST-3.AMAZONAWS.COM", "eu-west-3"),
+    # no region in the endpoint: the chain's (ENV), as before
+    ("https://s3.amazonaws.com", "eu-west-1"), ("https://s3-external-1.amazonaws.com", "eu-west-1"),
+    ("http://s3.us-west-2.minio.local:9000", "eu-west-1"), ("http://127.0.0.1:9000", "eu-west-1"),
+])
+def test_an_aws_endpoint_names_its_region_and_is_not_path_style(endpoint, region):
+    """As S3A: with no region set, an AWS endpoint's own region signs the requests (AWS refuses a request signed
+    for another region than its endpoint's), and it stays virtual-host addressed: it is AWS, not a custom store."""
+    config = resolve("lake", {"fs.s3a.endpoint": endpoint}, ENV)
+    assert config.region == region
+    assert config.path_style is ("amazonaws" not in endpoint.lower())
+    # a region set explicitly still wins, and the endpoint itself is kept as written
+    assert resolve("lake", {"fs.s3a.endpoint": endpoint, "fs.s3a.endpoint.region": "sa-east-1"}, ENV).region == \
+        "sa-east-1"
+    env_endpoint = resolve("lake", {}, {**ENV, "AWS_ENDPOINT_URL_S3": endpoint})
+    assert (env_endpoint.region, env_endpoint.path_style) == (config.region, config.path_style)
+
+
 @pytest.mark.parametrize("conf, message", [
     ({"fs.s3a.endpoint": "ftp://x"}, "not an http"), ({"fs.s3a.path.style.access": "yes"}, "true or false"),
     ({"fs.s3a.endpoint": "http://user:pw@host:1"}, "user information"),
@@ -48,3 +74,21 @@ def test_secrets_are_refused_where_written_and_dropped_where_read():
         check_no_secrets(conf, "--table-property")
     assert "AKIA-SECRET" not in str(err.value) and "s3cr3t" not in str(err.value)
     assert s3a_settings(conf) == {"fs.s3a.endpoint": "h:1"}
+
+
+def test_pyarrow_addresses_an_aws_endpoint_on_every_supported_version():
+    """pyarrow's file system for an AWS endpoint set explicitly is made with the endpoint's region on every pyarrow
+    (before 16 it cannot force virtual hosts and addresses it by path, which AWS serves); only a custom endpoint
+    that must be addressed by virtual host is refused there."""
+    import pyarrow as pa
+
+    from storage_handler.storage.s3 import _arrow_s3
+
+    fs = _arrow_s3(resolve("lake", {"fs.s3a.endpoint": "https://s3.eu-north-1.amazonaws.com"}, ENV))
+    assert fs.region == "eu-north-1"
+    custom = resolve("lake", {"fs.s3a.endpoint": "http://minio:9000", "fs.s3a.path.style.access": "false"}, ENV)
+    if int(pa.__version__.split(".")[0]) >= 16:
+        assert _arrow_s3(custom).region == "eu-west-1"
+    else:
+        with pytest.raises(ConfigurationError, match="virtual-hosted addressing"):
+            _arrow_s3(custom)
