@@ -22,6 +22,8 @@ that. :func:`requested_principal` shows what MIT will ask for, and :func:`explai
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import struct
 import threading
 from collections.abc import Iterator
@@ -35,7 +37,12 @@ from metastore.security.config import KerberosSettings, split_principal
 from metastore.security.credentials import KeytabLogin, require_sasl_libraries
 from metastore.security.errors import MetastoreAuthError
 
+log = logging.getLogger(__name__)
+
 SERVICE_METASTORE = "metastore"
+#: Seconds into a Kerberos handshake after which the user is told what it is waiting for. MIT Kerberos tries a KDC
+#: that does not answer for about a minute (54 s measured here) before it fails, and shows nothing meanwhile.
+SLOW_HANDSHAKE_SECONDS = 5.0
 SERVICE_HIVESERVER2 = "HiveServer2"
 
 
@@ -107,7 +114,7 @@ class KerberosTransport(TSaslClientTransport):
         require_sasl_libraries()
         scope = self.login.scope() if self.login is not None else contextlib.nullcontext()
         try:
-            with scope:
+            with _told_if_slow(self._slow_message()), scope:
                 super().open()
         except MetastoreAuthError as e:
             self._discard()
@@ -124,6 +131,14 @@ class KerberosTransport(TSaslClientTransport):
             if mapped is None:
                 raise
             raise mapped from e
+
+    def _slow_message(self) -> str:
+        realm = self.server_principal.rpartition("@")[2] or "the default realm"
+        who = f" as {self.login.principal}" if self.login is not None else ""
+        return (f"still authenticating{who} to the {self.server_kind} at {self.address} after "
+                f"{SLOW_HANDSHAKE_SECONDS:.0f} s: Kerberos is waiting for a KDC of {realm} or for the server. MIT "
+                "Kerberos gives up on a KDC that does not answer after about a minute; check the realm's kdc in "
+                f"krb5.conf ({os.environ.get('KRB5_CONFIG', '/etc/krb5.conf')})")
 
     @property
     def qop(self) -> str | None:
@@ -148,6 +163,20 @@ class KerberosTransport(TSaslClientTransport):
 
 _logins: dict[tuple[str, str], KeytabLogin] = {}
 _logins_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _told_if_slow(message: str, after: float = SLOW_HANDSHAKE_SECONDS) -> Iterator[None]:
+    """Logs ``message`` once (a warning: the CLI shows it) if the block is still running after ``after`` seconds.
+
+    A timer thread, because the wait is inside MIT Kerberos (python-gssapi releases the GIL there)."""
+    timer = threading.Timer(after, log.warning, args=("%s", message))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def login_for(settings: KerberosSettings) -> KeytabLogin | None:

@@ -5,6 +5,9 @@ one line -- after which nothing was registered and the dataset folder is untouch
 from __future__ import annotations
 
 import shutil
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import pytest
 
 from metastore.client import MetastoreClient
 from metastore.security.config import KerberosSettings
-from tests.kerberos.conftest import TABLE, Hsh, SecuredTable, Service, service_settings
+from tests.kerberos.conftest import REPO, TABLE, Hsh, SecuredTable, Service, service_settings
 from tests.kerberos.kdc import Realm
 
 
@@ -219,3 +222,39 @@ def test_configuration_mistakes_are_one_line(realm: Realm, hsh: Hsh, secured_met
     assert line == ("a Kerberos keytab was given without a principal: pass both --keytab and --principal "
                     "(spark.kerberos.keytab and spark.kerberos.principal), or neither to use the ticket cache (kinit)")
 
+
+
+def test_a_kdc_that_does_not_answer_is_named_while_kerberos_waits(realm: Realm, hsh: Hsh, secured_metastore: Service,
+                                                                  small_dataset: Path, nothing_registered: str,
+                                                                  tmp_path: Path) -> None:
+    """A KDC that takes connections but never answers (a firewall's drop, a hung KDC): MIT Kerberos waits about a
+    minute before it fails, so after 5 s the command says what it is waiting for, in one line naming the server,
+    the principal, the realm and krb5.conf; the command is then stopped (by its PID)."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    port = udp.getsockname()[1]
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", port))
+    tcp.listen(8)  # connections complete in the kernel; nothing is ever read or answered
+    conf = tmp_path / "krb5.conf"
+    conf.write_text(realm.krb5_conf.read_text().replace(f"127.0.0.1:{realm.kdc.port}", f"127.0.0.1:{port}"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "storage_handler.cli.main", "register", "krb_fail.t", str(small_dataset),
+         "--metastore", secured_metastore.uri, "--metastore-principal", f"hive/_HOST@{realm.kdc.realm}",
+         "--keytab", str(realm.svc_keytab), "--principal", realm.svc],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=hsh.env(KRB5_CONFIG=str(conf)), cwd=REPO)
+    try:
+        started = time.monotonic()
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # the first line it writes: nothing else comes before the notice
+        waited = time.monotonic() - started
+    finally:
+        proc.kill()
+        proc.wait()
+        udp.close()
+        tcp.close()
+    assert line.strip() == (
+        f"warning: still authenticating as {realm.svc} to the metastore at {secured_metastore.uri} "
+        f"after 5 s: Kerberos is waiting for a KDC of {realm.kdc.realm} or for the server. MIT Kerberos gives up on "
+        f"a KDC that does not answer after about a minute; check the realm's kdc in krb5.conf ({conf})"), line
+    assert 4 < waited < 40, waited
