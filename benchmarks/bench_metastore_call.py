@@ -75,8 +75,8 @@ def run(repeat: int, warmup: int) -> dict[str, list[float]]:
             for _ in range(warmup):
                 client.get_table("bench", "t")
             calls = {"get_table": lambda: client.get_table("bench", "t"),
-                     "getMetaConf": lambda: client._call("a setting", lambda c: c.getMetaConf("hive.metastore.try.direct.sql"),
-                                                             idempotent=True)}
+                     "getMetaConf": lambda: client.raw("a setting", lambda c: c.getMetaConf("hive.metastore.try.direct.sql"),
+                                                           idempotent=True)}
             return {name: [measure(call, idle, repeat) for idle in IDLE_MS] for name, call in calls.items()}
     finally:
         metastore.stop()

@@ -128,9 +128,14 @@ class Hsh:
                 env[key] = value
         return env
 
+    @staticmethod
+    def command(*args: str) -> list[str]:
+        """The ``hsh`` command line for ``args`` (for a run this class does not make itself, e.g. with Popen)."""
+        return [sys.executable, "-m", "storage_handler.cli.main", *args]
+
     def __call__(self, *args: str, prefix: tuple[str, ...] = (), timeout: float = 300,
                  **env: str | None) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([*prefix, sys.executable, "-m", "storage_handler.cli.main", *args],
+        proc = subprocess.run([*prefix, *self.command(*args)],
                               capture_output=True, text=True, timeout=timeout, env=self.env(**env), cwd=REPO)
         label = " ".join(args[:3])
         self.runs += [(f"hsh {label} (stdout)", proc.stdout), (f"hsh {label} (stderr)", proc.stderr)]

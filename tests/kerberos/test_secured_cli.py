@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -239,9 +238,9 @@ def test_a_kdc_that_does_not_answer_is_named_while_kerberos_waits(realm: Realm, 
     conf = tmp_path / "krb5.conf"
     conf.write_text(realm.krb5_conf.read_text().replace(f"127.0.0.1:{realm.kdc.port}", f"127.0.0.1:{port}"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "storage_handler.cli.main", "register", "krb_fail.t", str(small_dataset),
-         "--metastore", secured_metastore.uri, "--metastore-principal", f"hive/_HOST@{realm.kdc.realm}",
-         "--keytab", str(realm.svc_keytab), "--principal", realm.svc],
+        hsh.command("register", "krb_fail.t", str(small_dataset), "--metastore", secured_metastore.uri,
+                    "--metastore-principal", f"hive/_HOST@{realm.kdc.realm}", "--keytab", str(realm.svc_keytab),
+                    "--principal", realm.svc),
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=hsh.env(KRB5_CONFIG=str(conf)), cwd=REPO)
     try:
         started = time.monotonic()
@@ -253,6 +252,7 @@ def test_a_kdc_that_does_not_answer_is_named_while_kerberos_waits(realm: Realm, 
         proc.wait()
         udp.close()
         tcp.close()
+    hsh.secrets.assert_absent(line, "stderr of hsh register (a KDC that does not answer)")
     assert line.strip() == (
         f"warning: still authenticating as {realm.svc} to the metastore at {secured_metastore.uri} "
         f"after 5 s: Kerberos is waiting for a KDC of {realm.kdc.realm} or for the server. MIT Kerberos gives up on "
